@@ -1,0 +1,55 @@
+"""One frozen node configuration, loaded once from the command line."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 9092
+    advertised_host: str | None = None
+    node_id: int = 1
+    zone: str = "zone-a"
+    cluster_id: str = "zonegate"
+    object_store_url: str | None = None  # default: file://<data_dir>/objects
+    s3_endpoint: str | None = None
+    metastore_url: str | None = None  # default: sqlite:///<data_dir>/meta.db
+    wal_seal_bytes: int = 8 * 1024 * 1024
+    wal_seal_age_ms: float | None = None  # default: 250 ms on S3, 2 ms on a local directory
+    wal_max_inflight_uploads: int = 4
+    log_cache_bytes: int = 256 * 1024 * 1024
+    max_request_bytes: int = 104_857_600  # socket.request.max.bytes
+    auto_create_topics: bool = True  # auto.create.topics.enable
+    default_partitions: int = 1  # num.partitions
+    metrics_port: int | None = None
+    drain_timeout_s: float = 10.0
+
+    @property
+    def store_url(self) -> str:
+        return self.object_store_url or (self.data_dir / "objects").resolve().as_uri()
+
+    @property
+    def meta_url(self) -> str:
+        return self.metastore_url or f"sqlite:///{(self.data_dir / 'meta.db').resolve()}"
+
+    @property
+    def seal_age_s(self) -> float:
+        if self.wal_seal_age_ms is not None:
+            return self.wal_seal_age_ms / 1000.0
+        return 0.25 if self.store_url.startswith("s3://") else 0.002
+
+    @property
+    def advertised(self) -> str:
+        return self.advertised_host or self.host
+
+    def cluster_uuid(self) -> str:
+        """Kafka cluster ids are 22-character base64 UUIDs; derive a stable one from the name."""
+        import base64
+
+        raw = uuid.uuid5(uuid.NAMESPACE_DNS, self.cluster_id).bytes
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")

@@ -1,0 +1,47 @@
+"""What crosses between a proxy and a partition's leader: batch summaries, never record data.
+
+These are the in-process shapes of the contract the gRPC service carries
+between nodes (see docs/leader-protocol.md once it exists).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kio.schema.errors import ErrorCode
+
+from zonegate.metastore.models import IndexEntry
+
+ANY_EPOCH = -1
+
+
+@dataclass(frozen=True, slots=True)
+class AppendBatch:
+    """One stored batch: where it is in a WAL object and what the leader must check."""
+
+    stream_id: int
+    leader_epoch: int  # the epoch the proxy believes current; ANY_EPOCH skips the check
+    object_key: str
+    position: int
+    length: int
+    record_count: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    error: ErrorCode
+    base_offset: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ReadIndexResult:
+    error: ErrorCode
+    entries: tuple[IndexEntry, ...]
+    high_watermark: int
+    log_start_offset: int
+    leader_epoch: int

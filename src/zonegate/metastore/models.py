@@ -1,0 +1,93 @@
+"""Records kept in the metadata store, shared by every backend."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    topic_id: uuid.UUID
+    topic: str
+    partition: int
+    stream_id: int  # unique for the cluster's lifetime; never reused after deletion
+    leader_node: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    topic_id: uuid.UUID
+    name: str
+    partitions: tuple[PartitionInfo, ...]
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexEntry:
+    """One stored batch (or run of batches) of a partition's stream."""
+
+    base_offset: int
+    last_offset: int
+    object_key: str
+    position: int
+    length: int
+    max_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerBatch:
+    first_seq: int
+    last_seq: int
+    base_offset: int
+    last_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerEntry:
+    producer_id: int
+    epoch: int
+    batches: tuple[ProducerBatch, ...]  # the last five, oldest first
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    stream_id: int
+    leader_epoch: int
+    log_start_offset: int
+    next_offset: int
+    producers: dict[int, ProducerEntry]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionCommit:
+    """What one group commit appends to one partition, fenced by `leader_epoch`."""
+
+    stream_id: int
+    leader_epoch: int
+    next_offset: int
+    entries: tuple[IndexEntry, ...]
+    producers: tuple[ProducerEntry, ...]
+
+
+class MetaStoreError(Exception):
+    pass
+
+
+class TopicExists(MetaStoreError):
+    pass
+
+
+class LeaderEpochFenced(MetaStoreError):
+    """A commit named a leader epoch that is no longer the partition's."""
+
+    def __init__(self, stream_id: int, expected: int, actual: int | None) -> None:
+        super().__init__(
+            f"stream {stream_id}: commit fenced, leader epoch {expected} is not current ({actual})"
+        )
+        self.stream_id = stream_id

@@ -1,0 +1,336 @@
+"""SQLite metadata store: the embedded default, also shared by node processes on one machine.
+
+All statements run on one worker thread (sqlite3 connections are not shared
+across threads); async callers await them through the loop's executor. WAL
+journal mode with synchronous=NORMAL keeps every committed transaction across a
+process crash (kill -9), which is what an acknowledged produce relies on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from zonegate.metastore.models import (
+    IndexEntry,
+    MetaStoreError,
+    PartitionCommit,
+    PartitionInfo,
+    PartitionState,
+    ProducerBatch,
+    ProducerEntry,
+    TopicExists,
+    TopicInfo,
+)
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS topics (
+    topic_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    deleted INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX IF NOT EXISTS topics_live_name ON topics(name) WHERE deleted = 0;
+CREATE TABLE IF NOT EXISTS topic_configs (
+    topic_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (topic_id, key)
+);
+CREATE TABLE IF NOT EXISTS partitions (
+    stream_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    topic_id TEXT NOT NULL,
+    partition INTEGER NOT NULL,
+    leader_node INTEGER NOT NULL,
+    leader_epoch INTEGER NOT NULL,
+    log_start_offset INTEGER NOT NULL DEFAULT 0,
+    next_offset INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (topic_id, partition)
+);
+CREATE TABLE IF NOT EXISTS stream_index (
+    stream_id INTEGER NOT NULL,
+    base_offset INTEGER NOT NULL,
+    last_offset INTEGER NOT NULL,
+    object_key TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    length INTEGER NOT NULL,
+    max_timestamp INTEGER NOT NULL,
+    PRIMARY KEY (stream_id, base_offset)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS producer_state (
+    stream_id INTEGER NOT NULL,
+    producer_id INTEGER NOT NULL,
+    epoch INTEGER NOT NULL,
+    batches TEXT NOT NULL,
+    PRIMARY KEY (stream_id, producer_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS counters (
+    name TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+"""
+
+
+class SqliteMetaStore:
+    def __init__(self, path: str) -> None:
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._path = path
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metastore")
+        self._conn: sqlite3.Connection | None = None
+
+    # -- plumbing ---------------------------------------------------------
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            conn = sqlite3.connect(self._path, isolation_level=None, timeout=30.0)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+            conn.executescript(_SCHEMA)
+            self._conn = conn
+        return self._conn
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: self._tx(fn))
+
+    def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(db)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return result
+
+    async def close(self) -> None:
+        def _close() -> None:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+        await asyncio.get_running_loop().run_in_executor(self._executor, _close)
+        self._executor.shutdown(wait=True)
+
+    # -- topics -----------------------------------------------------------
+    @staticmethod
+    def _topic(db: sqlite3.Connection, where: str, arg: str) -> TopicInfo | None:
+        row = db.execute(
+            f"SELECT topic_id, name FROM topics WHERE deleted = 0 AND {where} = ?", (arg,)
+        ).fetchone()
+        if row is None:
+            return None
+        topic_id, name = row
+        parts = tuple(
+            PartitionInfo(uuid.UUID(topic_id), name, p, sid, leader, epoch)
+            for p, sid, leader, epoch in db.execute(
+                "SELECT partition, stream_id, leader_node, leader_epoch FROM partitions "
+                "WHERE topic_id = ? ORDER BY partition",
+                (topic_id,),
+            )
+        )
+        configs = dict(
+            db.execute("SELECT key, value FROM topic_configs WHERE topic_id = ?", (topic_id,))
+        )
+        return TopicInfo(uuid.UUID(topic_id), name, parts, configs)
+
+    async def create_topic(
+        self, name: str, num_partitions: int, configs: dict[str, str], leader_node: int
+    ) -> TopicInfo:
+        def fn(db: sqlite3.Connection) -> TopicInfo:
+            if self._topic(db, "name", name) is not None:
+                raise TopicExists(f"topic {name!r} already exists")
+            topic_id = str(uuid.uuid4())
+            db.execute(
+                "INSERT INTO topics (topic_id, name, created_ms) VALUES (?, ?, ?)",
+                (topic_id, name, int(time.time() * 1000)),
+            )
+            db.executemany(
+                "INSERT INTO topic_configs (topic_id, key, value) VALUES (?, ?, ?)",
+                [(topic_id, k, v) for k, v in configs.items()],
+            )
+            db.executemany(
+                "INSERT INTO partitions (topic_id, partition, leader_node, leader_epoch) "
+                "VALUES (?, ?, ?, 0)",
+                [(topic_id, p, leader_node) for p in range(num_partitions)],
+            )
+            info = self._topic(db, "topic_id", topic_id)
+            assert info is not None
+            return info
+
+        return await self._run(fn)
+
+    async def delete_topic(self, name: str) -> TopicInfo | None:
+        def fn(db: sqlite3.Connection) -> TopicInfo | None:
+            info = self._topic(db, "name", name)
+            if info is None:
+                return None
+            # The topic row stays (deleted) so its id is never reused; the index
+            # entries go, so object GC can reclaim what only they referred to.
+            db.execute("UPDATE topics SET deleted = 1 WHERE topic_id = ?", (str(info.topic_id),))
+            for p in info.partitions:
+                db.execute("DELETE FROM stream_index WHERE stream_id = ?", (p.stream_id,))
+                db.execute("DELETE FROM producer_state WHERE stream_id = ?", (p.stream_id,))
+                db.execute(
+                    "UPDATE partitions SET leader_epoch = leader_epoch + 1 WHERE stream_id = ?",
+                    (p.stream_id,),
+                )
+            return info
+
+        return await self._run(fn)
+
+    async def add_partitions(self, name: str, total: int, leader_node: int) -> TopicInfo:
+        def fn(db: sqlite3.Connection) -> TopicInfo:
+            info = self._topic(db, "name", name)
+            if info is None:
+                raise MetaStoreError(f"topic {name!r} does not exist")
+            db.executemany(
+                "INSERT INTO partitions (topic_id, partition, leader_node, leader_epoch) "
+                "VALUES (?, ?, ?, 0)",
+                [(str(info.topic_id), p, leader_node) for p in range(len(info.partitions), total)],
+            )
+            new = self._topic(db, "name", name)
+            assert new is not None
+            return new
+
+        return await self._run(fn)
+
+    async def set_topic_configs(self, name: str, configs: dict[str, str]) -> TopicInfo:
+        def fn(db: sqlite3.Connection) -> TopicInfo:
+            info = self._topic(db, "name", name)
+            if info is None:
+                raise MetaStoreError(f"topic {name!r} does not exist")
+            db.execute("DELETE FROM topic_configs WHERE topic_id = ?", (str(info.topic_id),))
+            db.executemany(
+                "INSERT INTO topic_configs (topic_id, key, value) VALUES (?, ?, ?)",
+                [(str(info.topic_id), k, v) for k, v in configs.items()],
+            )
+            new = self._topic(db, "name", name)
+            assert new is not None
+            return new
+
+        return await self._run(fn)
+
+    async def get_topic(self, name: str) -> TopicInfo | None:
+        return await self._run(lambda db: self._topic(db, "name", name))
+
+    async def get_topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return await self._run(lambda db: self._topic(db, "topic_id", str(topic_id)))
+
+    async def list_topics(self) -> list[TopicInfo]:
+        def fn(db: sqlite3.Connection) -> list[TopicInfo]:
+            names = [r[0] for r in db.execute("SELECT name FROM topics WHERE deleted = 0")]
+            return [t for n in names if (t := self._topic(db, "name", n)) is not None]
+
+        return await self._run(fn)
+
+    # -- streams ----------------------------------------------------------
+    async def load_partition(self, stream_id: int) -> PartitionState:
+        def fn(db: sqlite3.Connection) -> PartitionState:
+            row = db.execute(
+                "SELECT leader_epoch, log_start_offset, next_offset FROM partitions "
+                "WHERE stream_id = ?",
+                (stream_id,),
+            ).fetchone()
+            if row is None:
+                raise MetaStoreError(f"no partition with stream id {stream_id}")
+            producers = {
+                pid: ProducerEntry(
+                    pid, epoch, tuple(ProducerBatch(*b) for b in json.loads(batches))
+                )
+                for pid, epoch, batches in db.execute(
+                    "SELECT producer_id, epoch, batches FROM producer_state WHERE stream_id = ?",
+                    (stream_id,),
+                )
+            }
+            return PartitionState(stream_id, row[0], row[1], row[2], producers)
+
+        return await self._run(fn)
+
+    async def read_index(self, stream_id: int) -> list[IndexEntry]:
+        return await self._run(
+            lambda db: [
+                IndexEntry(*r)
+                for r in db.execute(
+                    "SELECT base_offset, last_offset, object_key, position, length, max_timestamp "
+                    "FROM stream_index WHERE stream_id = ? ORDER BY base_offset",
+                    (stream_id,),
+                )
+            ]
+        )
+
+    async def commit_appends(self, commits: Sequence[PartitionCommit]) -> set[int]:
+        def fn(db: sqlite3.Connection) -> set[int]:
+            fenced: set[int] = set()
+            for c in commits:
+                row = db.execute(
+                    "SELECT leader_epoch FROM partitions WHERE stream_id = ?", (c.stream_id,)
+                ).fetchone()
+                if row is None or row[0] != c.leader_epoch:
+                    fenced.add(c.stream_id)
+                    continue
+                db.execute(
+                    "UPDATE partitions SET next_offset = ? WHERE stream_id = ?",
+                    (c.next_offset, c.stream_id),
+                )
+                db.executemany(
+                    "INSERT INTO stream_index (stream_id, base_offset, last_offset, object_key, "
+                    "position, length, max_timestamp) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            c.stream_id,
+                            e.base_offset,
+                            e.last_offset,
+                            e.object_key,
+                            e.position,
+                            e.length,
+                            e.max_timestamp,
+                        )
+                        for e in c.entries
+                    ],
+                )
+                db.executemany(
+                    "INSERT OR REPLACE INTO producer_state "
+                    "(stream_id, producer_id, epoch, batches) "
+                    "VALUES (?, ?, ?, ?)",
+                    [
+                        (
+                            c.stream_id,
+                            p.producer_id,
+                            p.epoch,
+                            json.dumps([list(_batch_tuple(b)) for b in p.batches]),
+                        )
+                        for p in c.producers
+                    ],
+                )
+            return fenced
+
+        return await self._run(fn)
+
+    async def allocate_producer_id(self) -> int:
+        def fn(db: sqlite3.Connection) -> int:
+            db.execute(
+                "INSERT INTO counters (name, value) VALUES ('producer_id', 1000) "
+                "ON CONFLICT(name) DO UPDATE SET value = value + 1"
+            )
+            value: int = db.execute(
+                "SELECT value FROM counters WHERE name = 'producer_id'"
+            ).fetchone()[0]
+            return value
+
+        return await self._run(fn)
+
+
+def _batch_tuple(b: ProducerBatch) -> tuple[int, int, int, int]:
+    return (b.first_seq, b.last_seq, b.base_offset, b.last_offset)

@@ -1,0 +1,222 @@
+"""Sans-IO Kafka framing and request decoding over kio.
+
+Bytes go in through `FrameDecoder.receive_data`; complete frames come out of
+`next_frame`; `decode_request` turns a frame into a typed kio request and its
+header; `encode_response` turns a typed response back into a frame. Nothing
+here touches a socket, so the codec is tested without a network.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+from zonegate.proxy.errors import PeerProtocolError
+
+_SIZE = struct.Struct(">i")
+_HEADER_FIXED = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
+API_VERSIONS_KEY = 18
+
+
+class FrameDecoder:
+    """Splits a byte stream into Kafka frames (4-byte big-endian size, then the body).
+
+    `max_frame_bytes` is `socket.request.max.bytes`: a larger size prefix is the
+    peer's fault and is raised before any of the body is buffered.
+    """
+
+    def __init__(self, max_frame_bytes: int) -> None:
+        self._max = max_frame_bytes
+        self._buf = bytearray()
+        self._pos = 0
+
+    def receive_data(self, data: bytes) -> None:
+        self._buf += data
+
+    def next_frame(self) -> bytes | None:
+        """The next complete frame body, or None when more data is needed."""
+        avail = len(self._buf) - self._pos
+        if avail < 4:
+            self._compact()
+            return None
+        (size,) = _SIZE.unpack_from(self._buf, self._pos)
+        if size < 0 or size > self._max:
+            raise PeerProtocolError(
+                f"frame size {size} outside 0..{self._max} (socket.request.max.bytes)"
+            )
+        if avail < 4 + size:
+            self._compact()
+            return None
+        start = self._pos + 4
+        frame = bytes(self._buf[start : start + size])
+        self._pos = start + size
+        if self._pos == len(self._buf):
+            self._buf.clear()
+            self._pos = 0
+        return frame
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf) - self._pos
+
+    def _compact(self) -> None:
+        if self._pos:
+            del self._buf[: self._pos]
+            self._pos = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedRequest:
+    header: RequestHeader
+    body: RequestPayload
+
+
+def peek_header(frame: bytes) -> tuple[RequestHeader, int]:
+    """The header fields every version has, and the offset just after the client id."""
+    if len(frame) < _HEADER_FIXED.size:
+        raise PeerProtocolError(f"request of {len(frame)} bytes is shorter than a header")
+    api_key, api_version, correlation_id, client_len = _HEADER_FIXED.unpack_from(frame, 0)
+    offset = _HEADER_FIXED.size
+    client_id: str | None = None
+    if client_len >= 0:
+        end = offset + client_len
+        if end > len(frame):
+            raise PeerProtocolError("request header client id runs past the frame")
+        try:
+            client_id = frame[offset:end].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PeerProtocolError("request header client id is not UTF-8") from exc
+        offset = end
+    return RequestHeader(api_key, api_version, correlation_id, client_id), offset
+
+
+def _skip_tagged_fields(frame: bytes, offset: int) -> int:
+    count, offset = _read_uvarint(frame, offset)
+    for _ in range(count):
+        _tag, offset = _read_uvarint(frame, offset)
+        size, offset = _read_uvarint(frame, offset)
+        offset += size
+    if offset > len(frame):
+        raise PeerProtocolError("request header tagged fields run past the frame")
+    return offset
+
+
+def _read_uvarint(data: bytes, offset: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    while True:
+        if offset >= len(data):
+            raise PeerProtocolError("truncated varint in request header")
+        b = data[offset]
+        offset += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, offset
+        shift += 7
+        if shift > 28:
+            raise PeerProtocolError("varint in request header is too long")
+
+
+@cache
+def request_type(api_key: int, api_version: int) -> type[RequestPayload]:
+    return load_request_schema(api_key, api_version)
+
+
+@cache
+def response_type(api_key: int, api_version: int) -> type[ResponsePayload]:
+    return load_response_schema(api_key, api_version)
+
+
+@cache
+def _reader(cls: type[Any]) -> Callable[[bytes, int], tuple[Any, int]]:
+    return entity_reader(cls)  # type: ignore[no-any-return]
+
+
+@cache
+def _writer(cls: type[Any]) -> Callable[[io.BytesIO, Any], None]:
+    return entity_writer(cls)  # type: ignore[no-any-return]
+
+
+def decode_request(frame: bytes, header: RequestHeader, body_offset: int) -> DecodedRequest:
+    """Decodes the body of a request whose (api key, version) the caller has checked is served."""
+    cls = request_type(header.api_key, header.api_version)
+    offset = body_offset
+    if cls.__flexible__:
+        offset = _skip_tagged_fields(frame, offset)
+    try:
+        body, size = _reader(cls)(frame, offset)
+    except Exception as exc:  # kio raises several types for malformed input
+        raise PeerProtocolError(
+            f"cannot decode {cls.__name__} v{header.api_version}: {type(exc).__name__}: {exc}"
+        ) from exc
+    if offset + size != len(frame):
+        raise PeerProtocolError(
+            f"{cls.__name__} v{header.api_version} leaves {len(frame) - offset - size} "
+            "undecoded bytes"
+        )
+    return DecodedRequest(header, body)
+
+
+def encode_response(correlation_id: int, api_key: int, response: ResponsePayload) -> bytes:
+    """A complete response frame (size prefix included)."""
+    buf = io.BytesIO()
+    buf.write(b"\x00\x00\x00\x00")
+    buf.write(struct.pack(">i", correlation_id))
+    # ApiVersions answers always use header v0, so that a client that asked with
+    # a version we do not know can still read the answer (KIP-511).
+    if type(response).__flexible__ and api_key != API_VERSIONS_KEY:
+        buf.write(b"\x00")  # no tagged fields
+    _writer(type(response))(buf, response)
+    data = buf.getbuffer()
+    _SIZE.pack_into(data, 0, len(data) - 4)
+    out = bytes(data)
+    del data
+    return out
+
+
+def encode_request(correlation_id: int, client_id: str | None, request: RequestPayload) -> bytes:
+    """A complete request frame; used by tests and node-to-node tools."""
+    cls = type(request)
+    buf = io.BytesIO()
+    buf.write(b"\x00\x00\x00\x00")
+    buf.write(struct.pack(">hhi", cls.__api_key__, cls.__version__, correlation_id))
+    if client_id is None:
+        buf.write(struct.pack(">h", -1))
+    else:
+        raw = client_id.encode()
+        buf.write(struct.pack(">h", len(raw)))
+        buf.write(raw)
+    if cls.__flexible__:
+        buf.write(b"\x00")
+    _writer(cls)(buf, request)
+    data = buf.getbuffer()
+    _SIZE.pack_into(data, 0, len(data) - 4)
+    out = bytes(data)
+    del data
+    return out
+
+
+def decode_response(frame: bytes, cls: type[ResponsePayload]) -> tuple[int, ResponsePayload]:
+    """(correlation id, response) of a response frame body; used by tests."""
+    (correlation_id,) = _SIZE.unpack_from(frame, 0)
+    offset = 4
+    if cls.__flexible__ and cls.__api_key__ != API_VERSIONS_KEY:
+        offset = _skip_tagged_fields(frame, offset)
+    body, _ = _reader(cls)(frame, offset)
+    return correlation_id, body

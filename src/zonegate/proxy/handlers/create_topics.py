@@ -1,0 +1,93 @@
+"""CreateTopics (key 19), v2-7.
+
+Any replication factor of at least 1 (or -1, the default) is accepted: every
+partition's data lives in the object store, whose own replication is what
+keeps it, so the factor asks for nothing we would not do anyway. Manual
+replica assignments are accepted for their partition count only. Unknown
+topic configs and bad values get INVALID_CONFIG naming the config.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from zonegate.broker.catalog import InvalidTopic, check_topic_name
+from zonegate.broker.topic_configs import InvalidConfig, validate_topic_configs
+from zonegate.metastore.models import TopicExists
+from zonegate.proxy.context import RequestContext
+from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.registry import REGISTRY
+from zonegate.proxy.schema import make
+
+API_KEY = 19
+_ZERO = uuid.UUID(int=0)
+
+
+@REGISTRY.register(API_KEY, 2, 7)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    node = ctx.node
+    result_cls = cls(ctx, "CreatableTopicResult")
+    results = []
+    seen: set[str] = set()
+    for t in request.topics:
+        code, message, info = ErrorCode.none, None, None
+        partitions = t.num_partitions
+        if t.assignments:
+            partitions = len(t.assignments)
+        if partitions == -1:
+            partitions = node.config.default_partitions
+        configs = {c.name: c.value for c in t.configs}
+        try:
+            if t.name in seen:
+                raise _Fail(ErrorCode.invalid_request, f"topic {t.name!r} named twice")
+            seen.add(t.name)
+            check_topic_name(t.name)
+            if t.replication_factor == 0 or t.replication_factor < -1:
+                raise _Fail(
+                    ErrorCode.invalid_replication_factor,
+                    f"replication factor {t.replication_factor} must be at least 1",
+                )
+            if partitions < 1:
+                raise _Fail(ErrorCode.invalid_partitions, f"{partitions} partitions is not >= 1")
+            validate_topic_configs(configs)
+            if node.catalog.get(t.name) is not None:
+                raise _Fail(ErrorCode.topic_already_exists, f"topic {t.name!r} already exists")
+            if not request.validate_only:
+                info = await node.catalog.create(t.name, partitions, configs)
+        except _Fail as exc:
+            code, message = exc.code, exc.message
+        except InvalidTopic as exc:
+            code, message = ErrorCode.invalid_topic_exception, str(exc)
+        except InvalidConfig as exc:
+            code, message = ErrorCode.invalid_config, str(exc)
+        except TopicExists as exc:
+            code, message = ErrorCode.topic_already_exists, str(exc)
+        except ValueError as exc:
+            code, message = ErrorCode.invalid_partitions, str(exc)
+        ok = code == ErrorCode.none
+        results.append(
+            make(
+                result_cls,
+                name=t.name,
+                topic_id=info.topic_id if info is not None else _ZERO,
+                error_code=code,
+                error_message=message,
+                topic_config_error_code=ErrorCode.none,
+                num_partitions=partitions if ok else -1,
+                replication_factor=(1 if t.replication_factor == -1 else t.replication_factor)
+                if ok
+                else -1,
+                configs=(),
+            )
+        )
+    return make(cls(ctx, "CreateTopicsResponse"), throttle_time=NO_THROTTLE, topics=tuple(results))
+
+
+class _Fail(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message

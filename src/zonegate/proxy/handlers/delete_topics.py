@@ -1,0 +1,53 @@
+"""DeleteTopics (key 20), v1-6: by name, or by topic id from v6.
+
+Deletion drops the topic's index entries and bumps its partitions' leader
+epochs in one transaction; the data objects are reclaimed by object GC.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from zonegate.proxy.context import RequestContext
+from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.registry import REGISTRY
+from zonegate.proxy.schema import make
+
+API_KEY = 20
+_ZERO = uuid.UUID(int=0)
+
+
+@REGISTRY.register(API_KEY, 1, 6)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    node = ctx.node
+    result_cls = cls(ctx, "DeletableTopicResult")
+    if ctx.api_version >= 6:
+        wanted = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        wanted = [(name, None) for name in request.topic_names]
+    results = []
+    for name, topic_id in wanted:
+        if name is None and topic_id is not None:
+            t = node.catalog.by_id(topic_id)
+            name = t.name if t is not None else None
+            missing = ErrorCode.unknown_topic_id
+        else:
+            missing = ErrorCode.unknown_topic_or_partition
+        deleted = await node.catalog.delete(name) if name is not None else None
+        if deleted is not None:
+            node.leader.forget(p.stream_id for p in deleted.partitions)
+        results.append(
+            make(
+                result_cls,
+                name=name,
+                topic_id=deleted.topic_id if deleted else (topic_id or _ZERO),
+                error_code=ErrorCode.none if deleted else missing,
+                error_message=None if deleted else f"topic {name or topic_id} does not exist",
+            )
+        )
+    return make(
+        cls(ctx, "DeleteTopicsResponse"), throttle_time=NO_THROTTLE, responses=tuple(results)
+    )

@@ -1,0 +1,31 @@
+"""DescribeCluster (key 60), v0-1: this node, the cluster id, and the controller."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from zonegate.proxy.context import RequestContext
+from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.handlers.metadata import broker_list
+from zonegate.proxy.registry import REGISTRY
+from zonegate.proxy.schema import make
+
+API_KEY = 60
+
+
+@REGISTRY.register(API_KEY, 0, 1)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    node = ctx.node
+    return make(
+        cls(ctx, "DescribeClusterResponse"),
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        error_message=None,
+        endpoint_type=1,
+        cluster_id=node.config.cluster_uuid(),
+        controller_id=node.config.node_id,
+        brokers=broker_list(ctx, cls(ctx, "DescribeClusterBroker")),
+        cluster_authorized_operations=-2147483648,
+    )

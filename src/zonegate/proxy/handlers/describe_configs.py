@@ -1,0 +1,97 @@
+"""DescribeConfigs (key 32), v1-4: topic configs (set or default) and this node's broker configs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from zonegate.broker.topic_configs import TOPIC_CONFIGS
+from zonegate.proxy.context import RequestContext
+from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.registry import REGISTRY
+from zonegate.proxy.schema import make
+
+API_KEY = 32
+TOPIC, BROKER = 2, 4
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+
+
+def _broker_configs(ctx: RequestContext) -> dict[str, str]:
+    c = ctx.node.config
+    return {
+        "auto.create.topics.enable": str(c.auto_create_topics).lower(),
+        "num.partitions": str(c.default_partitions),
+        "socket.request.max.bytes": str(c.max_request_bytes),
+        "broker.id": str(c.node_id),
+        "node.id": str(c.node_id),
+        "broker.rack": c.zone,
+        "message.max.bytes": TOPIC_CONFIGS["max.message.bytes"].default,
+        "log.retention.ms": TOPIC_CONFIGS["retention.ms"].default,
+        "zonegate.wal.seal.bytes": str(c.wal_seal_bytes),
+        "zonegate.wal.seal.age.ms": str(c.seal_age_s * 1000),
+    }
+
+
+@REGISTRY.register(API_KEY, 1, 4)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    node = ctx.node
+    entry_cls = cls(ctx, "DescribeConfigsResourceResult")
+    synonym_cls = cls(ctx, "DescribeConfigsSynonym")
+    results = []
+    for res in request.resources:
+        code, message = ErrorCode.none, None
+        values: dict[str, tuple[str, int]] = {}
+        if res.resource_type == TOPIC:
+            topic = node.catalog.get(res.resource_name)
+            if topic is None:
+                code = ErrorCode.unknown_topic_or_partition
+                message = f"topic {res.resource_name!r} does not exist"
+            else:
+                for name, spec in TOPIC_CONFIGS.items():
+                    if name in topic.configs:
+                        values[name] = (topic.configs[name], DYNAMIC_TOPIC_CONFIG)
+                    else:
+                        values[name] = (spec.default, DEFAULT_CONFIG)
+        elif res.resource_type == BROKER:
+            if res.resource_name not in ("", str(node.config.node_id)):
+                code = ErrorCode.invalid_request
+                message = f"broker {res.resource_name!r} is not this node ({node.config.node_id})"
+            else:
+                values = {k: (v, STATIC_BROKER_CONFIG) for k, v in _broker_configs(ctx).items()}
+        else:
+            code = ErrorCode.invalid_request
+            message = f"resource type {res.resource_type} is not supported"
+        keys = res.configuration_keys
+        if keys is not None:
+            values = {k: v for k, v in values.items() if k in keys}
+        configs = tuple(
+            make(
+                entry_cls,
+                name=name,
+                value=value,
+                read_only=res.resource_type == BROKER,
+                config_source=source,
+                is_default=source == DEFAULT_CONFIG,
+                is_sensitive=False,
+                synonyms=(make(synonym_cls, name=name, value=value, source=source),)
+                if getattr(request, "include_synonyms", False)
+                else (),
+                config_type=0,
+                documentation=None,
+            )
+            for name, (value, source) in sorted(values.items())
+        )
+        results.append(
+            make(
+                cls(ctx, "DescribeConfigsResult"),
+                error_code=code,
+                error_message=message,
+                resource_type=res.resource_type,
+                resource_name=res.resource_name,
+                configs=configs if code == ErrorCode.none else (),
+            )
+        )
+    return make(
+        cls(ctx, "DescribeConfigsResponse"), throttle_time=NO_THROTTLE, results=tuple(results)
+    )

@@ -1,0 +1,87 @@
+"""ListOffsets (key 2), v1-8: earliest (-2), latest (-1), max timestamp (-3), by timestamp.
+
+By timestamp: the leader's index finds the first stored batch whose max
+timestamp reaches the target; that batch is read and decoded (the only place
+a batch is decompressed) to find the exact first record at or after it, as
+Kafka's time index does. Max timestamp likewise returns the exact record.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from zonegate.metastore.models import IndexEntry
+from zonegate.proxy.context import RequestContext
+from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.registry import REGISTRY
+from zonegate.proxy.schema import make
+from zonegate.records.batch import patch_batch
+from zonegate.records.decode import Record, decode_records
+
+API_KEY = 2
+LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+
+
+async def _records(ctx: RequestContext, entry: IndexEntry) -> list[Record]:
+    (blob,) = await ctx.node.reader.read([entry])
+    buf = bytearray(blob)
+    patch_batch(buf, 0, entry.base_offset, 0)
+    return decode_records(bytes(buf))
+
+
+async def _lookup(ctx: RequestContext, stream_id: int, ts: int) -> tuple[ErrorCode, int, int, int]:
+    """(error, timestamp, offset, leader epoch) for one partition."""
+    leader = ctx.node.leader
+    start, hwm, epoch = await leader.offsets(stream_id)
+    if ts == LATEST:
+        return ErrorCode.none, -1, hwm, epoch
+    if ts == EARLIEST:
+        return ErrorCode.none, -1, start, epoch
+    if ts == MAX_TIMESTAMP:
+        if ctx.api_version < 7:
+            return ErrorCode.unsupported_version, -1, -1, epoch
+        entry = await leader.max_timestamp_entry(stream_id)
+        if entry is None:
+            return ErrorCode.none, -1, -1, epoch
+        best = max(await _records(ctx, entry), key=lambda r: (r.timestamp, -r.offset))
+        return ErrorCode.none, best.timestamp, best.offset, epoch
+    if ts < 0:
+        return ErrorCode.invalid_request, -1, -1, epoch
+    for entry in await leader.entries_from_timestamp(stream_id, ts):
+        for r in await _records(ctx, entry):
+            if r.timestamp >= ts and r.offset >= start:
+                return ErrorCode.none, r.timestamp, r.offset, epoch
+    return ErrorCode.none, -1, -1, epoch
+
+
+@REGISTRY.register(API_KEY, 1, 8)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    node = ctx.node
+    part_cls = cls(ctx, "ListOffsetsPartitionResponse")
+    topics = []
+    for t in request.topics:
+        topic = node.catalog.get(t.name)
+        answers = []
+        for p in t.partitions:
+            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+                err, ts, off, epoch = ErrorCode.unknown_topic_or_partition, -1, -1, -1
+            else:
+                sid = topic.partitions[p.partition_index].stream_id
+                err, ts, off, epoch = await _lookup(ctx, sid, p.timestamp)
+            answers.append(
+                make(
+                    part_cls,
+                    partition_index=p.partition_index,
+                    error_code=err,
+                    timestamp=ts,
+                    offset=off,
+                    leader_epoch=epoch,
+                    old_style_offsets=(off,),
+                )
+            )
+        topics.append(
+            make(cls(ctx, "ListOffsetsTopicResponse"), name=t.name, partitions=tuple(answers))
+        )
+    return make(cls(ctx, "ListOffsetsResponse"), throttle_time=NO_THROTTLE, topics=tuple(topics))

@@ -1,0 +1,117 @@
+"""Metadata (key 3), v0-12: this node as the only broker and leader of every partition.
+
+Topics asked for by name that do not exist are created when both the request
+and `auto.create.topics.enable` allow it (as Kafka does); otherwise
+UNKNOWN_TOPIC_OR_PARTITION. Invalid names get INVALID_TOPIC_EXCEPTION. With
+zones (a later step) the router rewrites this answer per client zone.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from zonegate.broker.catalog import InvalidTopic, check_topic_name
+from zonegate.metastore.models import TopicInfo
+from zonegate.proxy.context import RequestContext
+from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.registry import REGISTRY
+from zonegate.proxy.schema import make
+
+API_KEY = 3
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def broker_list(ctx: RequestContext, broker_cls: type[Any]) -> tuple[Any, ...]:
+    node = ctx.node
+    return (
+        make(
+            broker_cls,
+            node_id=node.config.node_id,
+            host=node.config.advertised,
+            port=node.port,
+            rack=node.config.zone,
+        ),
+    )
+
+
+@REGISTRY.register(API_KEY, 0, 12)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    node = ctx.node
+    topic_cls = cls(ctx, "MetadataResponseTopic")
+    part_cls = cls(ctx, "MetadataResponsePartition")
+
+    def topic_answer(t: TopicInfo) -> Any:
+        me = node.config.node_id
+        return make(
+            topic_cls,
+            error_code=ErrorCode.none,
+            name=t.name,
+            topic_id=t.topic_id,
+            is_internal=False,
+            partitions=tuple(
+                make(
+                    part_cls,
+                    error_code=ErrorCode.none,
+                    partition_index=p.partition,
+                    leader_id=me,
+                    leader_epoch=p.leader_epoch,
+                    replica_nodes=(me,),
+                    isr_nodes=(me,),
+                    offline_replicas=(),
+                )
+                for p in t.partitions
+            ),
+        )
+
+    def topic_error(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_UUID) -> Any:
+        return make(
+            topic_cls,
+            error_code=code,
+            name=name,
+            topic_id=topic_id,
+            is_internal=False,
+            partitions=(),
+        )
+
+    answers: list[Any] = []
+    if request.topics is None or (ctx.api_version == 0 and not request.topics):
+        answers = [topic_answer(t) for t in node.catalog.topics()]
+    else:
+        allow_create = node.config.auto_create_topics and getattr(
+            request, "allow_auto_topic_creation", True
+        )
+        for wanted in request.topics:
+            name = wanted.name
+            if name is None:
+                by_id = node.catalog.by_id(wanted.topic_id)
+                answers.append(
+                    topic_answer(by_id)
+                    if by_id is not None
+                    else topic_error(None, ErrorCode.unknown_topic_id, wanted.topic_id)
+                )
+                continue
+            try:
+                check_topic_name(name)
+            except InvalidTopic:
+                answers.append(topic_error(name, ErrorCode.invalid_topic_exception))
+                continue
+            t = node.catalog.get(name)
+            if t is None and allow_create:
+                t = await node.catalog.get_or_create(name, node.config.default_partitions)
+            answers.append(
+                topic_answer(t)
+                if t is not None
+                else topic_error(name, ErrorCode.unknown_topic_or_partition)
+            )
+    return make(
+        cls(ctx, "MetadataResponse"),
+        throttle_time=NO_THROTTLE,
+        brokers=broker_list(ctx, cls(ctx, "MetadataResponseBroker")),
+        cluster_id=node.config.cluster_uuid(),
+        controller_id=node.config.node_id,
+        topics=tuple(answers),
+        cluster_authorized_operations=-2147483648,
+    )

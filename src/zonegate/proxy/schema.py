@@ -1,0 +1,42 @@
+"""Builds version-specific kio messages from one superset of fields.
+
+kio has one dataclass per (API, version, entity). Handlers describe an answer
+once, with every field any version has; `make` drops the fields the chosen
+version lacks, so one handler serves its whole version range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cache
+from types import ModuleType
+from typing import Any, TypeVar
+
+from kio.index import load_payload_module
+from kio.static.constants import EntityType
+
+T = TypeVar("T")
+
+
+@cache
+def _field_names(cls: type[Any]) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
+
+
+def make(cls: type[T], **kwargs: Any) -> T:
+    names = _field_names(cls)
+    return cls(**{k: v for k, v in kwargs.items() if k in names})
+
+
+def has_field(cls: type[Any], name: str) -> bool:
+    return name in _field_names(cls)
+
+
+@cache
+def response_module(api_key: int, version: int) -> ModuleType:
+    return load_payload_module(api_key, version, EntityType.response)
+
+
+def response_class(api_key: int, version: int, name: str) -> type[Any]:
+    cls: type[Any] = getattr(response_module(api_key, version), name)
+    return cls

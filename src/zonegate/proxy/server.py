@@ -1,0 +1,264 @@
+"""The Kafka listener: moves bytes between sockets and the codec, nothing more.
+
+Requests on one connection are handled concurrently (producers pipeline up to
+`max.in.flight` requests and each waits for a WAL seal), but answered strictly
+in arrival order, as Kafka requires. Reading pauses when a connection has too
+many requests in flight or its writes back up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from zonegate.proxy.codec import (
+    API_VERSIONS_KEY,
+    FrameDecoder,
+    decode_request,
+    encode_response,
+    peek_header,
+)
+from zonegate.proxy.context import ClientInfo, RequestContext
+from zonegate.proxy.errors import PeerProtocolError
+from zonegate.proxy.faults import FaultInjector
+from zonegate.proxy.registry import HandlerRegistry
+
+if TYPE_CHECKING:
+    from kio.static.protocol import ResponsePayload
+
+    from zonegate.broker.node import Node
+
+log = logging.getLogger(__name__)
+_connection_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerConfig:
+    host: str
+    port: int
+    max_request_bytes: int = 104_857_600  # socket.request.max.bytes
+    max_inflight_per_connection: int = 64
+
+
+class KafkaConnection(asyncio.Protocol):
+    def __init__(
+        self, node: Node, registry: HandlerRegistry, config: ListenerConfig, server: KafkaServer
+    ) -> None:
+        self._node = node
+        self._registry = registry
+        self._config = config
+        self._server = server
+        self._decoder = FrameDecoder(config.max_request_bytes)
+        self._pending: collections.deque[tuple[int, int, asyncio.Task[Any]]] = collections.deque()
+        self._wakeup = asyncio.Event()
+        self._can_write = asyncio.Event()
+        self._can_write.set()
+        self._transport: asyncio.Transport | None = None
+        self._writer: asyncio.Task[None] | None = None
+        self._reading_paused = False
+        self._closed = False
+        self.client = ClientInfo("?", 0, next(_connection_ids))
+
+    # -- asyncio.Protocol -------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        peer = transport.get_extra_info("peername") or ("?", 0)
+        self.client = ClientInfo(str(peer[0]), int(peer[1]), self.client.connection_id)
+        self._server.connections.add(self)
+        self._writer = asyncio.get_running_loop().create_task(self._write_loop())
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._server.connections.discard(self)
+        self._wakeup.set()
+        self._can_write.set()
+
+    def pause_writing(self) -> None:
+        self._can_write.clear()
+
+    def resume_writing(self) -> None:
+        self._can_write.set()
+
+    def data_received(self, data: bytes) -> None:
+        if self._closed:
+            return
+        self._decoder.receive_data(data)
+        try:
+            while (frame := self._decoder.next_frame()) is not None:
+                self._server.metrics_request_bytes(len(frame) + 4)
+                self._dispatch(frame)
+                if self._closed:
+                    return
+        except PeerProtocolError as exc:
+            self.abort(exc.reason)
+
+    # -- dispatch ---------------------------------------------------------
+    def _dispatch(self, frame: bytes) -> None:
+        header, body_offset = peek_header(frame)
+        reg = self._registry.lookup(header.api_key)
+        served = reg is not None and reg.min_version <= header.api_version <= reg.max_version
+        if not served:
+            if header.api_key == API_VERSIONS_KEY:
+                # KIP-511: answer an unknown ApiVersions version with v0 and the error,
+                # so the client can retry with a version we know.
+                from zonegate.proxy.handlers.api_versions import unsupported_version_answer
+
+                self._enqueue(header.correlation_id, header.api_key, unsupported_version_answer())
+                return
+            what = "unknown API key" if reg is None else "unsupported version"
+            self.abort(f"{what}: api_key={header.api_key} api_version={header.api_version}")
+            return
+        assert reg is not None
+        request = decode_request(frame, header, body_offset)
+        ctx = RequestContext(
+            node=self._node,
+            client=self.client,
+            api_key=header.api_key,
+            api_version=header.api_version,
+            correlation_id=header.correlation_id,
+            client_id=header.client_id,
+            request_bytes=len(frame) + 4,
+        )
+        self._enqueue(header.correlation_id, header.api_key, reg.handler(ctx, request.body))
+
+    def _enqueue(self, correlation_id: int, api_key: int, answer: Any) -> None:
+        loop = asyncio.get_running_loop()
+        task: asyncio.Task[Any] = loop.create_task(answer)
+        self._pending.append((correlation_id, api_key, task))
+        self._wakeup.set()
+        if len(self._pending) >= self._config.max_inflight_per_connection:
+            self._pause_reading()
+
+    def _pause_reading(self) -> None:
+        if not self._reading_paused and self._transport is not None:
+            self._transport.pause_reading()
+            self._reading_paused = True
+
+    def _resume_reading(self) -> None:
+        if self._reading_paused and self._transport is not None and not self._closed:
+            self._transport.resume_reading()
+            self._reading_paused = False
+
+    async def _write_loop(self) -> None:
+        while True:
+            while not self._pending:
+                if self._closed:
+                    return
+                self._wakeup.clear()
+                await self._wakeup.wait()
+            correlation_id, api_key, task = self._pending[0]
+            try:
+                response: ResponsePayload | None = await task
+            except asyncio.CancelledError:
+                if self._closed:
+                    return
+                raise
+            except Exception:
+                log.exception(
+                    "connection %d: handler for api_key=%d failed; closing the connection",
+                    self.client.connection_id,
+                    api_key,
+                )
+                self.abort("internal error while handling a request")
+                return
+            self._pending.popleft()
+            if self._closed:
+                return
+            if self._server.faults.take(api_key, "drop_response"):
+                self.abort(f"test fault: dropping the answer to api_key={api_key}")
+                return
+            if response is not None:
+                frame = encode_response(correlation_id, api_key, response)
+                self._server.metrics_response_bytes(len(frame))
+                assert self._transport is not None
+                self._transport.write(frame)
+                if not self._can_write.is_set():
+                    await self._can_write.wait()
+            if len(self._pending) < self._config.max_inflight_per_connection // 2:
+                self._resume_reading()
+
+    def abort(self, reason: str) -> None:
+        if self._closed:
+            return
+        log.warning(
+            "closing connection %d from %s:%d: %s",
+            self.client.connection_id,
+            self.client.host,
+            self.client.port,
+            reason,
+        )
+        self._closed = True
+        for _, _, task in self._pending:
+            task.cancel()
+        self._pending.clear()
+        self._wakeup.set()
+        if self._transport is not None:
+            self._transport.close()
+
+    async def drain(self) -> None:
+        """Waits until every request already read is answered."""
+        while self._pending and not self._closed:
+            await asyncio.wait([self._pending[-1][2]])
+            await asyncio.sleep(0)  # let the write loop send the answer
+
+
+class KafkaServer:
+    def __init__(self, node: Node, registry: HandlerRegistry, config: ListenerConfig) -> None:
+        self._node = node
+        self._registry = registry
+        self._config = config
+        self._server: asyncio.Server | None = None
+        self.connections: set[KafkaConnection] = set()
+        self.faults = FaultInjector()
+        self.bytes_in = 0
+        self.bytes_out = 0
+
+    def metrics_request_bytes(self, n: int) -> None:
+        self.bytes_in += n
+
+    def metrics_response_bytes(self, n: int) -> None:
+        self.bytes_out += n
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        sock = self._server.sockets[0]
+        return int(sock.getsockname()[1])
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: KafkaConnection(self._node, self._registry, self._config, self),
+            self._config.host,
+            self._config.port,
+            reuse_address=True,
+            backlog=1024,
+        )
+
+    async def stop_accepting(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def drain(self, timeout_s: float) -> None:
+        """Stops reading, answers what was read (within the deadline), then closes."""
+        for conn in list(self.connections):
+            conn._pause_reading()
+        try:
+            await asyncio.wait_for(
+                asyncio.gather(*(c.drain() for c in list(self.connections))), timeout_s
+            )
+        except TimeoutError:
+            log.warning("drain deadline of %.1fs passed with requests unanswered", timeout_s)
+        for conn in list(self.connections):
+            conn.abort("node shutting down")
+
+
+__all__ = ["ErrorCode", "KafkaServer", "ListenerConfig"]
