@@ -1,0 +1,205 @@
+"""The one wrapper around any object-store backend: retries, timeouts, counters, faults.
+
+Kept apart from the backends (as SlateDB's retrying/instrumented stores are) so
+every backend gets the same retry policy and every S3 request is counted in one
+place for usage records. Tests use `inject_fault` to make the next calls of an
+operation fail without a misbehaving server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import random
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from zonegate.wal_s3.object_store import (
+    ObjectInfo,
+    ObjectNotFound,
+    ObjectStore,
+    TransientObjectStoreError,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+OPERATIONS = ("put", "put_if_absent", "get", "get_range", "delete_many", "list")
+
+# Priced like S3: one LIST returns, and one DeleteObjects takes, up to 1000 keys.
+_KEYS_PER_REQUEST = 1000
+
+
+@dataclass(frozen=True)
+class ObjectStoreStats:
+    """Requests and bytes since the last `take_stats()`, by S3 price class."""
+
+    put_requests: int = 0
+    get_requests: int = 0
+    other_requests: int = 0
+    put_bytes: int = 0
+    get_bytes: int = 0
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether another attempt may succeed. Not-found and bad requests never will."""
+    if isinstance(exc, ObjectNotFound):
+        return False
+    return isinstance(exc, TransientObjectStoreError | TimeoutError | OSError)
+
+
+class InstrumentedObjectStore:
+    def __init__(
+        self,
+        inner: ObjectStore,
+        *,
+        retries: int = 3,
+        timeout_s: float = 30.0,
+        backoff_base_s: float = 0.05,
+        backoff_max_s: float = 2.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        if retries < 0:
+            raise ValueError(f"retries must be >= 0, got {retries}")
+        self.inner = inner
+        self._retries = retries
+        self._timeout_s = timeout_s
+        self._backoff_base_s = backoff_base_s
+        self._backoff_max_s = backoff_max_s
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._faults: dict[str, deque[Exception]] = {op: deque() for op in OPERATIONS}
+        self._put_requests = 0
+        self._get_requests = 0
+        self._other_requests = 0
+        self._put_bytes = 0
+        self._get_bytes = 0
+
+    # -- stats ---------------------------------------------------------------
+
+    def stats(self) -> ObjectStoreStats:
+        return ObjectStoreStats(
+            self._put_requests,
+            self._get_requests,
+            self._other_requests,
+            self._put_bytes,
+            self._get_bytes,
+        )
+
+    def take_stats(self) -> ObjectStoreStats:
+        """The counters since the previous call, then zero them (one usage interval)."""
+        snapshot = self.stats()
+        self._put_requests = self._get_requests = self._other_requests = 0
+        self._put_bytes = self._get_bytes = 0
+        return snapshot
+
+    # -- faults --------------------------------------------------------------
+
+    def inject_fault(self, op: str, exc: Exception, times: int = 1) -> None:
+        """Make the next `times` attempts of `op` raise `exc` instead of reaching the backend.
+
+        Attempts, not calls: a transient fault injected twice under `retries=3` is
+        absorbed by the retries; a non-transient one fails the call at once.
+        """
+        if op not in self._faults:
+            raise ValueError(f"unknown operation {op!r}; expected one of {', '.join(OPERATIONS)}")
+        self._faults[op].extend([exc] * times)
+
+    def clear_faults(self) -> None:
+        for q in self._faults.values():
+            q.clear()
+
+    # -- the retry loop ------------------------------------------------------
+
+    async def _call(self, op: str, attempt: Callable[[], Awaitable[T]]) -> T:
+        tries = 0
+        while True:
+            try:
+                faults = self._faults[op]
+                if faults:
+                    raise faults.popleft()
+                async with asyncio.timeout(self._timeout_s):
+                    return await attempt()
+            except Exception as exc:
+                if tries >= self._retries or not is_transient(exc):
+                    raise
+                delay = min(self._backoff_max_s, self._backoff_base_s * (2**tries))
+                tries += 1
+                log.debug("object store %s failed (%s); retry %d", op, exc, tries)
+                # Full jitter: many nodes throttled together must not retry in step.
+                await self._sleep(self._rng.uniform(0, delay))
+
+    # -- ObjectStore ---------------------------------------------------------
+
+    async def put(self, key: str, data: bytes) -> None:
+        async def attempt() -> None:
+            self._put_requests += 1
+            self._put_bytes += len(data)
+            await self.inner.put(key, data)
+
+        await self._call("put", attempt)
+
+    async def put_if_absent(self, key: str, data: bytes) -> bool:
+        attempts = 0
+
+        async def attempt() -> bool:
+            nonlocal attempts
+            attempts += 1
+            self._put_requests += 1
+            self._put_bytes += len(data)
+            return await self.inner.put_if_absent(key, data)
+
+        created = await self._call("put_if_absent", attempt)
+        if not created and attempts > 1:
+            # An earlier attempt may have written the object and then lost the
+            # answer (timeout, reset). If the object holds exactly our bytes, it
+            # was ours: report the write as ours rather than a lost race.
+            try:
+                return await self.get(key) == data
+            except ObjectNotFound:
+                return False
+        return created
+
+    async def get(self, key: str) -> bytes:
+        async def attempt() -> bytes:
+            self._get_requests += 1
+            data = await self.inner.get(key)
+            self._get_bytes += len(data)
+            return data
+
+        return await self._call("get", attempt)
+
+    async def get_range(self, key: str, start: int, length: int) -> bytes:
+        async def attempt() -> bytes:
+            self._get_requests += 1
+            data = await self.inner.get_range(key, start, length)
+            self._get_bytes += len(data)
+            return data
+
+        return await self._call("get_range", attempt)
+
+    async def delete_many(self, keys: Sequence[str]) -> None:
+        if not keys:
+            return
+
+        async def attempt() -> None:
+            self._other_requests += math.ceil(len(keys) / _KEYS_PER_REQUEST)
+            await self.inner.delete_many(keys)
+
+        await self._call("delete_many", attempt)
+
+    async def list(self, prefix: str) -> list[ObjectInfo]:
+        async def attempt() -> list[ObjectInfo]:
+            infos = await self.inner.list(prefix)
+            self._other_requests += max(1, math.ceil(len(infos) / _KEYS_PER_REQUEST))
+            return infos
+
+        return await self._call("list", attempt)
+
+    async def close(self) -> None:
+        await self.inner.close()

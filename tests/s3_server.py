@@ -1,0 +1,131 @@
+"""Moto's S3 server as a real HTTP server in a child process, for integration tests.
+
+A separate process so the code under test talks HTTP to it exactly as to S3
+(no in-process mocks), and so a hung test cannot wedge the server. The child
+binds port 0 and reports the port it got, so there is no free-port race.
+
+    with MotoS3Server() as s3:
+        s3.create_bucket("b")
+        ... s3.endpoint_url ...
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from types import TracebackType
+from typing import Any
+
+FAKE_AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+}
+
+DEFAULT_BUCKET = "zonegate-test"
+
+_CHILD = """
+import sys
+from moto.server import ThreadedMotoServer
+server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+server.start()
+print(server.get_host_and_port()[1], flush=True)
+sys.stdin.read()  # parent closes stdin (or dies) -> we stop
+server.stop()
+"""
+
+
+class MotoS3Server:
+    def __init__(self, *, default_bucket: str | None = DEFAULT_BUCKET) -> None:
+        self._default_bucket = default_bucket
+        self._proc: subprocess.Popen[str] | None = None
+        self.port = 0
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 30.0) -> None:
+        env = {**os.environ, **FAKE_AWS_ENV}
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline().strip()
+        if not line.isdigit():
+            self.stop()
+            raise RuntimeError(f"moto S3 server did not start (said {line!r})")
+        self.port = int(line)
+        self._wait_until_answering(timeout_s)
+        if self._default_bucket:
+            self.create_bucket(self._default_bucket)
+
+    def _wait_until_answering(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                with urllib.request.urlopen(self.endpoint_url + "/", timeout=2):
+                    return
+            except urllib.error.HTTPError:
+                return  # any HTTP answer means it is serving
+            except OSError as exc:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(
+                        f"moto S3 server on {self.endpoint_url} never answered"
+                    ) from exc
+                time.sleep(0.05)
+
+    def client(self) -> Any:
+        """A synchronous botocore S3 client for test setup and inspection."""
+        import botocore.session
+
+        session = botocore.session.get_session()
+        return session.create_client(
+            "s3",
+            endpoint_url=self.endpoint_url,
+            region_name=FAKE_AWS_ENV["AWS_DEFAULT_REGION"],
+            aws_access_key_id=FAKE_AWS_ENV["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=FAKE_AWS_ENV["AWS_SECRET_ACCESS_KEY"],
+        )
+
+    def create_bucket(self, name: str) -> None:
+        self.client().create_bucket(Bucket=name)
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        finally:
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+    def __enter__(self) -> MotoS3Server:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
