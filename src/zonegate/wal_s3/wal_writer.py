@@ -1,0 +1,288 @@
+"""Mixes produce data of all partitions into WAL objects and uploads each with one PUT.
+
+An object is sealed when it reaches `seal_bytes` or when its first entry is
+`seal_age_s` old. Several PUTs may be in flight, but the futures `append`
+returned resolve strictly in seal order: the proxy forwards locations to the
+leaders as they resolve, and the leader must see a producer's batches in the
+order the producer sent them, even when a later PUT happens to finish first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from zonegate.wal_s3.object_store import ObjectStore
+from zonegate.wal_s3.wal_format import WalEntryLocation, encode_wal_object
+
+__all__ = [
+    "WalEntryLocation",
+    "WalUploadFailed",
+    "WalWriter",
+    "WalWriterClosed",
+    "WalWriterError",
+]
+
+log = logging.getLogger(__name__)
+
+
+class WalWriterError(Exception):
+    pass
+
+
+class WalUploadFailed(WalWriterError):
+    """The PUT of a WAL object failed after the store's retries; its entries are not durable."""
+
+    def __init__(self, key: str, cause: BaseException) -> None:
+        super().__init__(f"upload of WAL object {key!r} failed: {cause!r}")
+        self.key = key
+        self.__cause__ = cause
+
+
+class WalWriterClosed(WalWriterError):
+    def __init__(self, detail: str = "WAL writer is closed") -> None:
+        super().__init__(detail)
+
+
+@dataclass(eq=False)
+class _OpenObject:
+    opened_at: float
+    entries: list[tuple[int, bytes]] = field(default_factory=list)
+    futures: list[asyncio.Future[WalEntryLocation]] = field(default_factory=list)
+    size: int = 0
+    timer: asyncio.TimerHandle | None = None
+
+
+@dataclass(eq=False)
+class _SealedObject:
+    key: str
+    data: bytes
+    futures: list[asyncio.Future[WalEntryLocation]]
+    locations: list[WalEntryLocation]
+    done: bool = False
+    error: BaseException | None = None
+
+
+class WalWriter:
+    def __init__(
+        self,
+        store: ObjectStore,
+        *,
+        node_id: int,
+        seal_bytes: int,
+        seal_age_s: float,
+        max_inflight_uploads: int = 4,
+        clock: Callable[[], float] = time.monotonic,
+        key_prefix: str = "wal/",
+        on_uploaded: Callable[[str, bytes], None] | None = None,
+        max_queued_bytes: int | None = None,
+    ) -> None:
+        if seal_bytes <= 0 or seal_age_s <= 0 or max_inflight_uploads <= 0:
+            raise ValueError(
+                f"seal_bytes ({seal_bytes}), seal_age_s ({seal_age_s}) and "
+                f"max_inflight_uploads ({max_inflight_uploads}) must be positive"
+            )
+        self._store = store
+        self._node_id = node_id
+        self._seal_bytes = seal_bytes
+        self._seal_age_s = seal_age_s
+        self._max_inflight = max_inflight_uploads
+        self._clock = clock
+        self._key_prefix = key_prefix
+        self._on_uploaded = on_uploaded
+        self._max_queued = 2 * seal_bytes if max_queued_bytes is None else max_queued_bytes
+        # A sequence restarts with the process; the random run id keeps keys
+        # from a restarted node (or two nodes given the same id) from colliding.
+        self._run_id = secrets.token_hex(8)
+        self._seq = 0
+        self._open: _OpenObject | None = None
+        self._unresolved: deque[_SealedObject] = deque()  # seal order
+        self._waiting: deque[_SealedObject] = deque()  # sealed, no upload slot yet
+        self._uploads: set[asyncio.Task[None]] = set()
+        self._queued_bytes = 0
+        self._capacity = asyncio.Event()
+        self._capacity.set()
+        self._closed = False
+
+    # -- introspection -------------------------------------------------------
+
+    @property
+    def open_bytes(self) -> int:
+        return self._open.size if self._open else 0
+
+    @property
+    def queued_bytes(self) -> int:
+        """Bytes of sealed objects still waiting for an upload slot."""
+        return self._queued_bytes
+
+    @property
+    def inflight_uploads(self) -> int:
+        return len(self._uploads)
+
+    @property
+    def pending_objects(self) -> int:
+        """Sealed objects whose futures are not resolved yet."""
+        return len(self._unresolved)
+
+    # -- appending and sealing ----------------------------------------------
+
+    def append(self, stream_id: int, data: bytes) -> asyncio.Future[WalEntryLocation]:
+        """Stage `data` for `stream_id`; the future resolves once it is durably in the store."""
+        if self._closed:
+            raise WalWriterClosed()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[WalEntryLocation] = loop.create_future()
+        obj = self._open
+        if obj is None:
+            obj = self._open = _OpenObject(opened_at=self._clock())
+            obj.timer = loop.call_later(self._seal_age_s, self._on_timer, obj)
+        obj.entries.append((stream_id, data))
+        obj.futures.append(fut)
+        obj.size += len(data)
+        if obj.size >= self._seal_bytes or self._is_due(obj):
+            self._seal()
+        return fut
+
+    def _is_due(self, obj: _OpenObject) -> bool:
+        return self._clock() - obj.opened_at >= self._seal_age_s
+
+    def _on_timer(self, obj: _OpenObject) -> None:
+        if self._open is not obj:
+            return  # sealed by size meanwhile
+        if self._is_due(obj):
+            self._seal()
+        else:
+            # The injected clock disagrees with the loop's; wait out the rest.
+            remaining = self._seal_age_s - (self._clock() - obj.opened_at)
+            loop = asyncio.get_running_loop()
+            obj.timer = loop.call_later(max(remaining, 0.0), self._on_timer, obj)
+
+    async def seal_now(self) -> None:
+        """Seal the open object (if any) regardless of size and age."""
+        if self._open is not None:
+            self._seal()
+
+    async def seal_if_due(self) -> bool:
+        """Seal the open object if it is `seal_age_s` old by the writer's clock."""
+        if self._open is not None and self._is_due(self._open):
+            self._seal()
+            return True
+        return False
+
+    def _seal(self) -> None:
+        obj, self._open = self._open, None
+        assert obj is not None
+        if obj.timer is not None:
+            obj.timer.cancel()
+        key = f"{self._key_prefix}{self._node_id}/{self._seq:012d}-{self._run_id}"
+        self._seq += 1
+        data, locations = encode_wal_object(
+            self._node_id, time.time_ns() // 1_000_000, obj.entries, object_key=key
+        )
+        sealed = _SealedObject(key, data, obj.futures, locations)
+        self._unresolved.append(sealed)
+        self._waiting.append(sealed)
+        self._queued_bytes += len(data)
+        self._start_uploads()
+
+    # -- uploading -----------------------------------------------------------
+
+    def _start_uploads(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._waiting and len(self._uploads) < self._max_inflight:
+            sealed = self._waiting.popleft()
+            self._queued_bytes -= len(sealed.data)
+            task = loop.create_task(self._upload(sealed), name=f"wal-upload {sealed.key}")
+            self._uploads.add(task)
+            task.add_done_callback(self._uploads.discard)
+        if self._queued_bytes <= self._max_queued:
+            self._capacity.set()
+        else:
+            self._capacity.clear()
+
+    async def _upload(self, sealed: _SealedObject) -> None:
+        try:
+            await self._store.put(sealed.key, sealed.data)
+        except asyncio.CancelledError:
+            sealed.error = WalUploadFailed(sealed.key, WalWriterClosed("closed without drain"))
+            raise
+        except Exception as exc:
+            log.warning("WAL object %s upload failed: %s", sealed.key, exc)
+            sealed.error = WalUploadFailed(sealed.key, exc)
+        else:
+            if self._on_uploaded is not None:
+                try:
+                    self._on_uploaded(sealed.key, sealed.data)
+                except Exception:
+                    # A cache hook must not turn a durable write into a failed one.
+                    log.exception("on_uploaded hook failed for %s", sealed.key)
+        finally:
+            # Free this slot now: the done-callback runs only after we return,
+            # too late for the _start_uploads below.
+            current = asyncio.current_task()
+            if current is not None:
+                self._uploads.discard(current)
+            sealed.done = True
+            self._resolve_in_seal_order()
+            if not self._closed or self._waiting:
+                self._start_uploads()
+
+    def _resolve_in_seal_order(self) -> None:
+        while self._unresolved and self._unresolved[0].done:
+            sealed = self._unresolved.popleft()
+            for fut, loc in zip(sealed.futures, sealed.locations, strict=True):
+                if fut.done():
+                    continue  # the caller cancelled it
+                if sealed.error is not None:
+                    fut.set_exception(sealed.error)
+                else:
+                    fut.set_result(loc)
+            sealed.data = b""  # the log cache holds it if anyone needs it
+
+    async def wait_for_capacity(self) -> None:
+        """Block while more than `max_queued_bytes` of sealed data waits for an upload slot."""
+        while self._queued_bytes > self._max_queued and not self._closed:
+            self._capacity.clear()
+            await self._capacity.wait()
+
+    # -- closing -------------------------------------------------------------
+
+    async def close(self, drain: bool = True) -> None:
+        """Stop accepting appends. With `drain`, upload everything staged and resolve
+        every future; without, fail what is not uploaded yet with `WalWriterClosed`."""
+        self._closed = True
+        self._capacity.set()
+        if drain:
+            if self._open is not None:
+                self._seal()
+        else:
+            self._abandon()
+        while self._unresolved:
+            if not self._uploads:
+                self._start_uploads()
+                if not self._uploads:
+                    break
+            await asyncio.gather(*self._uploads, return_exceptions=True)
+
+    def _abandon(self) -> None:
+        closed = WalWriterClosed("WAL writer closed before the data was sealed")
+        obj, self._open = self._open, None
+        if obj is not None:
+            if obj.timer is not None:
+                obj.timer.cancel()
+            for fut in obj.futures:
+                if not fut.done():
+                    fut.set_exception(closed)
+        while self._waiting:
+            sealed = self._waiting.popleft()
+            self._queued_bytes -= len(sealed.data)
+            sealed.done = True
+            sealed.error = WalUploadFailed(sealed.key, closed)
+        for task in self._uploads:
+            task.cancel()
+        self._resolve_in_seal_order()
