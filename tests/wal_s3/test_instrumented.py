@@ -139,3 +139,14 @@ def test_inject_fault_rejects_unknown_operations() -> None:
     store, _ = wrap()
     with pytest.raises(ValueError, match="unknown operation 'head'"):
         store.inject_fault("head", RuntimeError())
+
+
+def test_local_filesystem_errors_no_retry_can_fix_are_not_retried() -> None:
+    async def body() -> None:
+        store, delays = wrap()
+        store.inject_fault("put", PermissionError("read-only"), times=2)
+        with pytest.raises(PermissionError):
+            await store.put("k", b"v")
+        assert delays == []
+
+    run(body())

@@ -34,6 +34,16 @@ OPERATIONS = ("put", "put_if_absent", "get", "get_range", "delete_many", "list")
 _KEYS_PER_REQUEST = 1000
 
 
+# Local-filesystem errors that no retry will fix.
+_PERMANENT_OS_ERRORS = (
+    PermissionError,
+    FileNotFoundError,
+    IsADirectoryError,
+    NotADirectoryError,
+    FileExistsError,
+)
+
+
 @dataclass(frozen=True)
 class ObjectStoreStats:
     """Requests and bytes since the last `take_stats()`, by S3 price class."""
@@ -47,7 +57,7 @@ class ObjectStoreStats:
 
 def is_transient(exc: BaseException) -> bool:
     """Whether another attempt may succeed. Not-found and bad requests never will."""
-    if isinstance(exc, ObjectNotFound):
+    if isinstance(exc, (ObjectNotFound, *_PERMANENT_OS_ERRORS)):
         return False
     return isinstance(exc, TransientObjectStoreError | TimeoutError | OSError)
 
