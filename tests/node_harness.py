@@ -55,7 +55,8 @@ class RunningNode:
             if not line:
                 break
             if line.startswith("zonegate listening on"):
-                self.port = int(line.strip().rsplit(":", 1)[1])
+                # "zonegate listening on HOST:PORT (node N, zone Z)"; the first is zone 0.
+                self.port = int(line.split()[3].rsplit(":", 1)[1])
                 return self
         self.proc.kill()
         raise RuntimeError(f"node did not start; log:\n{self.log_path.read_text()[-4000:]}")

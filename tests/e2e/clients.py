@@ -1,6 +1,6 @@
 """Produce and consume with each real client, returning what the client saw.
 
-Each function produces `TestRecord`s to explicit partitions and returns the
+Each function produces `SampleRecord`s to explicit partitions and returns the
 (partition, offset) the client was told, or consumes partitions from offset 0
 and returns the records as the client decoded them.
 """
@@ -13,7 +13,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
-from tests.e2e.records_fixture import TestRecord
+from tests.e2e.records_fixture import SampleRecord
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def ck_create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 def ck_produce(
     bootstrap: str,
     topic: str,
-    recs: list[TestRecord],
+    recs: list[SampleRecord],
     partitions: int,
     codec: str = "none",
     extra: dict[str, object] | None = None,
@@ -121,7 +121,7 @@ def ck_consume(bootstrap: str, topic: str, counts: dict[int, int]) -> list[Consu
 
 # -- kafka-python ---------------------------------------------------------------
 def kp_produce(
-    bootstrap: str, topic: str, recs: list[TestRecord], partitions: int, codec: str = "none"
+    bootstrap: str, topic: str, recs: list[SampleRecord], partitions: int, codec: str = "none"
 ) -> list[tuple[int, int]]:
     from kafka import KafkaProducer
 
@@ -181,7 +181,7 @@ def kp_consume(bootstrap: str, topic: str, counts: dict[int, int]) -> list[Consu
 
 # -- aiokafka -----------------------------------------------------------------
 def aio_produce(
-    bootstrap: str, topic: str, recs: list[TestRecord], partitions: int, codec: str = "none"
+    bootstrap: str, topic: str, recs: list[SampleRecord], partitions: int, codec: str = "none"
 ) -> list[tuple[int, int]]:
     from aiokafka import AIOKafkaProducer
 

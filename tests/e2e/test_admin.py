@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tests.e2e import clients
-from tests.e2e.records_fixture import TestRecord
+from tests.e2e.records_fixture import SampleRecord
 from tests.node_harness import RunningNode
 
 pytestmark = pytest.mark.e2e
@@ -41,11 +41,11 @@ def test_kafka_python_admin_and_deleted_topic_data_is_gone(node: RunningNode) ->
 
     admin = KafkaAdminClient(bootstrap_servers=node.bootstrap)
     admin.create_topics([NewTopic("kp-adm", 1, 1)])
-    recs = [TestRecord(b"k", b"old", (), int(time.time() * 1000))] * 5
+    recs = [SampleRecord(b"k", b"old", (), int(time.time() * 1000))] * 5
     clients.kp_produce(node.bootstrap, "kp-adm", recs, 1)
     admin.delete_topics(["kp-adm"])
     admin.create_topics([NewTopic("kp-adm", 1, 1)])
-    recs2 = [TestRecord(b"k", b"new", (), int(time.time() * 1000))] * 2
+    recs2 = [SampleRecord(b"k", b"new", (), int(time.time() * 1000))] * 2
     acks = clients.kp_produce(node.bootstrap, "kp-adm", recs2, 1)
     assert [o for _, o in acks] == [0, 1]  # a recreated topic starts empty
     got = clients.kp_consume(node.bootstrap, "kp-adm", {0: 2})
@@ -62,7 +62,7 @@ def test_list_offsets_earliest_latest_timestamp_max(node: RunningNode) -> None:
     # Timestamps rise by 1000 ms a record, except one record far in the future.
     stamps = [base + 1000 * i for i in range(50)]
     stamps[30] = base + 10_000_000
-    recs = [TestRecord(None, f"v{i}".encode(), (), ts) for i, ts in enumerate(stamps)]
+    recs = [SampleRecord(None, f"v{i}".encode(), (), ts) for i, ts in enumerate(stamps)]
     for codec, chunk in (("zstd", recs[:25]), ("snappy", recs[25:])):
         clients.ck_produce(node.bootstrap, topic, chunk, 1, codec)
     c = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "lo"})

@@ -16,12 +16,12 @@ from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequ
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
-from zonegate.records.build import build_batch
 
 from tests.e2e import clients
 from tests.e2e.conftest import NodeFactory
 from tests.kafka_raw import RawConnection
 from tests.node_harness import RunningNode
+from zonegate.records.build import build_batch
 
 pytestmark = pytest.mark.e2e
 T = datetime.timedelta(seconds=10)
@@ -85,17 +85,21 @@ def _batch(n: int = 3) -> bytes:
     return build_batch([(b"k", b"v" * 10, (), int(time.time() * 1000))] * n)
 
 
+def _frame(body: bytes) -> bytes:
+    return struct.pack(">i", len(body)) + body
+
+
+_METADATA_V12_HEADER = b"\x00\x03\x00\x0c\x00\x00\x00\x01\x00\x01x\x00"
+
+
 @pytest.mark.parametrize(
     "frame,reason",
     [
-        (struct.pack(">ihhih", 10, 9999, 0, 1, -1), "unknown API key"),
-        (struct.pack(">ihhih", 10, 3, 99, 1, -1), "unsupported version"),
+        (_frame(struct.pack(">hhih", 9999, 0, 1, -1)), "unknown API key"),
+        (_frame(struct.pack(">hhih", 3, 99, 1, -1)), "unsupported version"),
         (struct.pack(">i", 200 * 1024 * 1024), "socket.request.max.bytes"),
-        (
-            struct.pack(">i", 30) + b"\x00\x03\x00\x0c\x00\x00\x00\x01\x00\x01x\x00" + b"\xff" * 16,
-            "cannot decode",
-        ),
-        (struct.pack(">i", 4) + b"\x00\x03", "shorter than a header"),
+        (_frame(_METADATA_V12_HEADER + b"\xff" * 16), "cannot decode"),
+        (_frame(b"\x00\x03"), "shorter than a header"),
     ],
     ids=["unknown-key", "unknown-version", "oversized", "garbage-body", "short-header"],
 )

@@ -13,12 +13,12 @@ from kio.schema.produce.v9.request import (
     ProduceRequest,
     TopicProduceData,
 )
-from zonegate.records.build import build_batch
 
 from tests.e2e import clients
 from tests.e2e.conftest import NodeFactory
 from tests.e2e.records_fixture import make_records
 from tests.kafka_raw import RawConnection
+from zonegate.records.build import build_batch
 
 pytestmark = pytest.mark.e2e
 PRODUCE = 0

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import clients
-from tests.e2e.records_fixture import CODECS, TestRecord, make_records
+from tests.e2e.records_fixture import CODECS, SampleRecord, make_records
 from tests.node_harness import RunningNode, start_node
 
 pytestmark = pytest.mark.e2e
@@ -27,7 +27,7 @@ def shared_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningNod
 
 
 def check_roundtrip(
-    recs: list[TestRecord], acks: list[tuple[int, int]], consumed: list[clients.Consumed]
+    recs: list[SampleRecord], acks: list[tuple[int, int]], consumed: list[clients.Consumed]
 ) -> None:
     by_partition: dict[int, list[int]] = defaultdict(list)
     for p, off in acks:
@@ -70,7 +70,7 @@ def test_every_client_reads_what_every_other_wrote(shared_node: RunningNode) -> 
     """One topic written by three clients with different codecs, read back by each."""
     topic = "rt-mixed"
     clients.ck_create_topic(shared_node.bootstrap, topic, 1)
-    all_recs: list[TestRecord] = []
+    all_recs: list[SampleRecord] = []
     all_acks: list[tuple[int, int]] = []
     for (name, (produce, _)), codec in zip(
         sorted(CLIENTS.items()), ["zstd", "lz4", "gzip"], strict=True

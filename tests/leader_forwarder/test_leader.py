@@ -30,7 +30,7 @@ def _b(
 def test_offsets_idempotence_and_restart(tmp_path: Path) -> None:
     async def run() -> None:
         meta = SqliteMetaStore(str(tmp_path / "m.db"))
-        t = await meta.create_topic("t", 2, {}, 1)
+        t = await meta.create_topic("t", {}, [1, 1])
         s0, s1 = (p.stream_id for p in t.partitions)
         leader = LeaderService(meta)
         await leader.offsets(s0)
@@ -71,7 +71,7 @@ def test_offsets_idempotence_and_restart(tmp_path: Path) -> None:
 def test_commit_fenced_when_epoch_moved(tmp_path: Path) -> None:
     async def run() -> None:
         meta = SqliteMetaStore(str(tmp_path / "m.db"))
-        t = await meta.create_topic("t", 1, {}, 1)
+        t = await meta.create_topic("t", {}, [1])
         sid = t.partitions[0].stream_id
         leader = LeaderService(meta)
         assert (await leader.append([_b(sid, 1)]))[0].base_offset == 0

@@ -58,13 +58,22 @@ def test_negative_size_is_refused() -> None:
         dec.next_frame()
 
 
-def test_trailing_bytes_in_body_are_refused() -> None:
+def test_trailing_bytes_after_body_are_ignored_as_kafka_does() -> None:
+    # The frame librdkafka 2.16 sends for Metadata v12: three bytes follow the body.
+    frame = bytes.fromhex("0003000c00000003000772646b61666b610000000000010000")
+    h, off = peek_header(frame)
+    assert (h.api_key, h.api_version, h.client_id) == (3, 12, "rdkafka")
+    body = decode_request(frame, h, off).body
+    assert body.topics is None and body.allow_auto_topic_creation is False
+
+
+def test_truncated_body_is_the_peers_fault() -> None:
     req = MetadataRequest(
         topics=None, allow_auto_topic_creation=True, include_topic_authorized_operations=False
     )
-    frame = encode_request(1, "c", req)[4:] + b"\x00"
+    frame = encode_request(1, "c", req)[4:-2]
     h, off = peek_header(frame)
-    with pytest.raises(PeerProtocolError, match="undecoded"):
+    with pytest.raises(PeerProtocolError, match="cannot decode"):
         decode_request(frame, h, off)
 
 

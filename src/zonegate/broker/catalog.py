@@ -1,7 +1,8 @@
 """The node's view of topics and partitions: a cache over the metadata store.
 
-Handlers ask the catalog, never the store, on the hot path; topic changes go
-through the catalog so the cache and the store never disagree on this node.
+Handlers ask the catalog, never the store, on the hot path. Changes made here
+update the cache at once; changes made by other nodes (topics, leader moves)
+arrive by `refresh`, which reloads only when the store's metadata version moved.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
+from collections.abc import Callable
 
 from zonegate.broker.topic_configs import validate_topic_configs
 from zonegate.metastore.api import MetaStore
@@ -36,21 +38,50 @@ def check_topic_name(name: str | None) -> str:
     return name
 
 
+# place(count, current leaders) -> a leader node for each new partition
+Placer = Callable[[int, list[int]], list[int]]
+
+
 class Catalog:
-    def __init__(self, meta: MetaStore, node_id: int) -> None:
+    def __init__(self, meta: MetaStore, placer: Placer) -> None:
         self._meta = meta
-        self._node_id = node_id
+        self._place = placer
         self._by_name: dict[str, TopicInfo] = {}
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
+        self._by_stream: dict[int, PartitionInfo] = {}
         self._lock = asyncio.Lock()
+        self._version = -1
+        self.listeners: list[Callable[[dict[int, PartitionInfo]], None]] = []
 
     async def load(self) -> None:
-        for t in await self._meta.list_topics():
+        await self.refresh(force=True)
+
+    async def refresh(self, force: bool = False) -> bool:
+        """Reloads from the store if anything changed there; True when it reloaded."""
+        version = await self._meta.metadata_version()
+        if version == self._version and not force:
+            return False
+        topics = await self._meta.list_topics()
+        old = self._by_stream
+        self._by_name, self._by_id, self._by_stream = {}, {}, {}
+        for t in topics:
             self._put(t)
+        self._version = version
+        for listener in self.listeners:
+            listener(old)
+        return True
 
     def _put(self, t: TopicInfo) -> None:
         self._by_name[t.name] = t
         self._by_id[t.topic_id] = t
+        for p in t.partitions:
+            self._by_stream[p.stream_id] = p
+
+    def by_stream(self, stream_id: int) -> PartitionInfo | None:
+        return self._by_stream.get(stream_id)
+
+    def partitions(self) -> list[PartitionInfo]:
+        return list(self._by_stream.values())
 
     def get(self, name: str) -> TopicInfo | None:
         return self._by_name.get(name)
@@ -76,7 +107,8 @@ class Catalog:
         async with self._lock:
             if name in self._by_name:
                 raise TopicExists(f"topic {name!r} already exists")
-            t = await self._meta.create_topic(name, partitions, checked, self._node_id)
+            leaders = self._place(partitions, [p.leader_node for p in self._by_stream.values()])
+            t = await self._meta.create_topic(name, checked, leaders)
             self._put(t)
             return t
 
@@ -97,12 +129,17 @@ class Catalog:
             if t is not None:
                 self._by_name.pop(t.name, None)
                 self._by_id.pop(t.topic_id, None)
+                for p in t.partitions:
+                    self._by_stream.pop(p.stream_id, None)
             return t
 
     async def add_partitions(self, name: str, total: int) -> TopicInfo:
         if total > MAX_PARTITIONS:
             raise ValueError(f"number of partitions {total} is above {MAX_PARTITIONS}")
         async with self._lock:
-            t = await self._meta.add_partitions(name, total, self._node_id)
+            current = self._by_name.get(name)
+            have = len(current.partitions) if current is not None else 0
+            leaders = self._place(total - have, [p.leader_node for p in self._by_stream.values()])
+            t = await self._meta.add_partitions(name, leaders)
             self._put(t)
             return t

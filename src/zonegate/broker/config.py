@@ -26,7 +26,14 @@ class NodeConfig:
     max_request_bytes: int = 104_857_600  # socket.request.max.bytes
     auto_create_topics: bool = True  # auto.create.topics.enable
     default_partitions: int = 1  # num.partitions
-    metrics_port: int | None = None
+    rpc_host: str | None = None  # leader gRPC listener (default: the Kafka host)
+    rpc_port: int = 0
+    http_port: int | None = None  # /metrics, /healthz, /readyz; None: no endpoint
+    lease_ms: int = 6000  # node and controller leases: a dead node's partitions move within it
+    heartbeat_s: float = 0.5
+    zone_routing: bool = True
+    zone_cidrs: tuple[tuple[str, str], ...] = ()  # (CIDR, zone)
+    usage_interval_s: float = 60.0
     drain_timeout_s: float = 10.0
 
     @property

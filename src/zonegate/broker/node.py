@@ -1,21 +1,41 @@
-"""One node: wires the metadata store, object store, WAL writer, leader and Kafka listener.
+"""One node: wires the stores, leader, cluster membership, WAL writer and listeners.
 
-Start order: stores, leader, catalog, WAL writer, then the listener (so nothing
-is accepted before it can be served). Stop order is the reverse: stop
-accepting, answer what was read (WAL uploads and index commits finish), then
-close the stores.
+Every node plays every role: Kafka front for its zone's clients, leader of the
+partitions placed on it, candidate controller. Start order: stores and
+catalog, the leader's RPC listener, membership (so others can reach us), the
+Kafka listener, then the background loops. Stop order is the reverse: stop
+accepting, answer what was read (WAL uploads and leader commits finish),
+leave the membership (so partitions move at once), close the stores.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 
+import grpc
+
+from zonegate.broker.accounting import FORWARD_RPC, Accounting
 from zonegate.broker.catalog import Catalog
 from zonegate.broker.config import NodeConfig
+from zonegate.broker.controller import Controller
+from zonegate.broker.http import HttpEndpoint
+from zonegate.broker.membership import Membership
+from zonegate.broker.metrics import node_registry
+from zonegate.broker.placement import place
+from zonegate.broker.usage import UsageWriter
+from zonegate.leader_forwarder.api import Leader
+from zonegate.leader_forwarder.directory import LeaderDirectory
+from zonegate.leader_forwarder.grpc_client import RemoteLeader
+from zonegate.leader_forwarder.grpc_server import start_leader_server
 from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.metastore.api import MetaStore, open_metastore
+from zonegate.metastore.models import NodeRecord, PartitionInfo
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.server import KafkaServer, ListenerConfig
+from zonegate.router.view import ClusterView
+from zonegate.router.zones import ZoneResolver
 from zonegate.storage.log_cache import LogCache
 from zonegate.storage.reader import StreamReader
 from zonegate.wal_s3.object_store import open_object_store
@@ -31,8 +51,32 @@ class Node:
         self.store = open_object_store(config.store_url, endpoint_url=config.s3_endpoint)
         self.log_cache = LogCache(config.log_cache_bytes)
         self.reader = StreamReader(self.store, self.log_cache)
-        self.leader = LeaderService(self.meta)
-        self.catalog = Catalog(self.meta, config.node_id)
+        self.accounting = Accounting(config.node_id, config.zone)
+        self.local_leader = LeaderService(self.meta)
+        self.catalog = Catalog(self.meta, self._place)
+        self.catalog.listeners.append(self._on_catalog_change)
+        me = NodeRecord(
+            config.node_id,
+            config.zone,
+            config.advertised,
+            config.port,
+            config.rpc_host or config.host,
+            config.rpc_port,
+        )
+        self.membership = Membership(
+            self.meta, me, lease_ms=config.lease_ms, interval_s=config.heartbeat_s
+        )
+        self.controller = Controller(self.meta, self.membership, interval_s=config.heartbeat_s)
+        self.view = ClusterView(self.membership.live_nodes, zone_routing=config.zone_routing)
+        self.zones = ZoneResolver.from_map(config.zone, dict(config.zone_cidrs))
+        self._remotes: dict[int, RemoteLeader] = {}
+        self.leader = LeaderDirectory(
+            config.node_id,
+            self.local_leader,
+            self.catalog.by_stream,
+            self._remote,
+            self.refresh_catalog,
+        )
         self.wal = WalWriter(
             self.store,
             node_id=config.node_id,
@@ -41,36 +85,153 @@ class Node:
             max_inflight_uploads=config.wal_max_inflight_uploads,
             on_uploaded=self.log_cache.put,
         )
+        self.usage = UsageWriter(
+            self.store,
+            self.accounting,
+            cluster=config.cluster_id,
+            interval_s=config.usage_interval_s,
+            stored_bytes=self._stored_bytes,
+        )
         import zonegate.proxy.handlers  # noqa: F401  (handlers register themselves)
 
         self.server = KafkaServer(
-            self,
-            REGISTRY,
-            ListenerConfig(config.host, config.port, config.max_request_bytes),
+            self, REGISTRY, ListenerConfig(config.host, config.port, config.max_request_bytes)
         )
+        self.http: HttpEndpoint | None = None
+        self._rpc: grpc.aio.Server | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self.ready = False
 
     @property
     def port(self) -> int:
         return self.server.port
 
+    # -- wiring -------------------------------------------------------------
+    def _place(self, count: int, current: list[int]) -> list[int]:
+        return place(count, self.membership.live_nodes(), current)
+
+    def _remote(self, node_id: int) -> Leader | None:
+        remote = self._remotes.get(node_id)
+        if remote is None:
+            rec = self.membership.node(node_id)
+            if rec is None:
+                return None
+            peer_zone = rec.zone
+
+            def count(bytes_out: int, bytes_in: int) -> None:
+                self.accounting.add(
+                    FORWARD_RPC,
+                    peer_zone=peer_zone,
+                    leader_zone=peer_zone,
+                    bytes_in=bytes_in,
+                    bytes_out=bytes_out,
+                    requests=1,
+                )
+
+            remote = RemoteLeader(
+                f"{rec.rpc_host}:{rec.rpc_port}", from_node=self.config.node_id, bytes_hook=count
+            )
+            self._remotes[node_id] = remote
+        return remote
+
+    def _on_rpc_served(self, from_node: int, bytes_in: int, bytes_out: int) -> None:
+        zone = self.view.zone_of(from_node) if from_node >= 0 else ""
+        self.accounting.add(
+            FORWARD_RPC,
+            peer_zone=zone,
+            leader_zone=self.config.zone,
+            bytes_in=bytes_in,
+            bytes_out=bytes_out,
+            requests=1,
+        )
+
+    def _on_catalog_change(self, old: dict[int, PartitionInfo]) -> None:
+        me = self.config.node_id
+        stale = []
+        for sid, before in old.items():
+            now = self.catalog.by_stream(sid)
+            if (
+                now is None
+                or (before.leader_node == me and now.leader_node != me)
+                or (now.leader_epoch != before.leader_epoch)
+            ):
+                stale.append(sid)
+        self.local_leader.forget(stale)
+
+    def _stored_bytes(self) -> int:
+        return self.local_leader.stored_bytes()
+
+    async def refresh_catalog(self) -> None:
+        await self.membership.renew()
+        await self.catalog.refresh()
+
+    async def _refresh_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.heartbeat_s / 2)
+            try:
+                await self.catalog.refresh()
+            except Exception:
+                log.exception("catalog refresh failed")
+
+    # -- lifecycle ----------------------------------------------------------
     async def start(self) -> None:
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         await self.catalog.load()
+        self._rpc, rpc_port = await start_leader_server(
+            self.local_leader,
+            self.config.rpc_host or self.config.host,
+            self.config.rpc_port,
+            self._on_rpc_served,
+        )
         await self.server.start()
+        self.membership.me = NodeRecord(
+            self.config.node_id,
+            self.config.zone,
+            self.config.advertised,
+            self.port,
+            self.config.rpc_host or self.config.host,
+            rpc_port,
+        )
+        await self.membership.start()
+        await self.controller.start()
+        await self.usage.start()
+        if self.config.http_port is not None:
+            self.http = HttpEndpoint(
+                node_registry(self), lambda: self.ready, self.config.host, self.config.http_port
+            )
+            await self.http.start()
+        self._tasks.append(asyncio.get_running_loop().create_task(self._refresh_loop()))
+        self.ready = True
         log.info(
-            "node %d (zone %s) serving Kafka on %s:%d; objects %s; metadata %s",
+            "node %d (zone %s) serving Kafka on %s:%d, leader RPC on port %d; objects %s; "
+            "metadata %s",
             self.config.node_id,
             self.config.zone,
             self.config.host,
             self.port,
+            rpc_port,
             self.config.store_url,
             self.config.meta_url,
         )
 
     async def stop(self) -> None:
+        self.ready = False
         await self.server.stop_accepting()
         await self.server.drain(self.config.drain_timeout_s)
         await self.wal.close(drain=True)
+        for t in self._tasks:
+            t.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        await self.controller.stop()
+        await self.membership.stop()
+        await self.usage.stop()
+        if self.http is not None:
+            await self.http.stop()
+        if self._rpc is not None:
+            await self._rpc.stop(grace=1.0)
+        for remote in self._remotes.values():
+            await remote.close()
         await self.store.close()
         await self.meta.close()
         log.info("node %d stopped", self.config.node_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import os
 import signal
@@ -77,25 +78,82 @@ def _add_node_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-request-bytes", type=int, default=104_857_600, help="socket.request.max.bytes"
     )
+    p.add_argument(
+        "--rpc-listen",
+        type=_host_port,
+        default=None,
+        help="leader gRPC listener HOST:PORT (default: the Kafka host, any port)",
+    )
+    p.add_argument(
+        "--http-port",
+        type=int,
+        default=None,
+        help="port for /metrics, /healthz, /readyz (default: none)",
+    )
+    p.add_argument(
+        "--lease-ms",
+        type=int,
+        default=6000,
+        help="node and controller lease; a dead node's partitions move within it",
+    )
+    p.add_argument(
+        "--zone-routing",
+        choices=("true", "false"),
+        default="true",
+        help="answer Metadata with same-zone nodes only (false: real leaders, as plain Kafka)",
+    )
+    p.add_argument(
+        "--zone-map",
+        default="",
+        help="client source CIDR to zone map: 10.0.1.0/24=zone-a,10.0.2.0/24=zone-b",
+    )
+    p.add_argument(
+        "--usage-interval-s",
+        type=float,
+        default=60.0,
+        help="how often usage records are written to the object store",
+    )
     p.add_argument("--log-level", default=os.environ.get("ZONEGATE_LOG_LEVEL", "INFO"))
 
 
 def register(subparsers: Any) -> None:
-    for name, text in (
-        ("serve", "run the embedded default: a node with a local object store and SQLite"),
-        ("node", "run one node of a cluster"),
-    ):
-        p = subparsers.add_parser(name, help=text, description=text)
-        _add_node_args(p)
-        p.set_defaults(func=run)
+    p = subparsers.add_parser(
+        "serve",
+        help="run the embedded default: one node per zone in one process",
+        description="The embedded default: one node per zone (three by default) in one "
+        "process, sharing a local-directory object store and a SQLite metadata store. "
+        "Zone i listens on the --listen port + i (all ephemeral when the port is 0).",
+    )
+    _add_node_args(p)
+    p.add_argument(
+        "--zones",
+        default="zone-a,zone-b,zone-c",
+        help="comma-separated zone names, one node each (default zone-a,zone-b,zone-c)",
+    )
+    p.set_defaults(func=run_serve)
+    p = subparsers.add_parser(
+        "node", help="run one node of a cluster", description="Run one node of a cluster."
+    )
+    _add_node_args(p)
+    p.set_defaults(func=run_node)
 
 
 def config_from_args(args: argparse.Namespace) -> NodeConfig:
+    from zonegate.router.zones import parse_cidr_map
+
     host, port = args.listen
+    rpc_host, rpc_port = args.rpc_listen or (host, 0)
     return NodeConfig(
         data_dir=args.data_dir,
         host=host,
         port=port,
+        rpc_host=rpc_host,
+        rpc_port=rpc_port,
+        http_port=args.http_port,
+        lease_ms=args.lease_ms,
+        zone_routing=args.zone_routing == "true",
+        zone_cidrs=tuple(parse_cidr_map(args.zone_map).items()),
+        usage_interval_s=args.usage_interval_s,
         advertised_host=args.advertised_host,
         node_id=args.node_id,
         zone=args.zone,
@@ -111,28 +169,62 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def _setup(args: argparse.Namespace) -> None:
     logging.basicConfig(
         level=args.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    config = config_from_args(args)
-    try:
-        import uvloop
+    import uvloop
 
-        uvloop.install()
-    except ImportError:  # pragma: no cover - uvloop is a dependency
-        pass
-    return asyncio.run(_serve(config))
+    uvloop.install()
 
 
-async def _serve(config: NodeConfig) -> int:
+def run_node(args: argparse.Namespace) -> int:
+    _setup(args)
+    return asyncio.run(_serve([config_from_args(args)]))
+
+
+def serve_configs(args: argparse.Namespace) -> list[NodeConfig]:
+    """One node per zone sharing the metadata store and the object store under --data-dir."""
+    base = config_from_args(args)
+    zones = [z.strip() for z in args.zones.split(",") if z.strip()]
+    if not zones or len(set(zones)) != len(zones):
+        raise SystemExit(f"--zones must name distinct zones, got {args.zones!r}")
+    configs = []
+    for i, zone in enumerate(zones):
+        configs.append(
+            dataclasses.replace(
+                base,
+                zone=zone,
+                node_id=base.node_id + i,
+                port=base.port + i if base.port else 0,
+                http_port=(base.http_port + i if base.http_port else base.http_port),
+                data_dir=base.data_dir / f"node-{base.node_id + i}",
+                object_store_url=base.store_url,
+                metastore_url=base.meta_url,
+            )
+        )
+    return configs
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    _setup(args)
+    return asyncio.run(_serve(serve_configs(args)))
+
+
+async def _serve(configs: list[NodeConfig]) -> int:
     from zonegate.broker.node import Node
 
-    node = Node(config)
-    await node.start()
-    print(f"zonegate listening on {config.host}:{node.port}", flush=True)
+    nodes = [Node(c) for c in configs]
+    for node in nodes:
+        await node.start()
+    for node in nodes:
+        c = node.config
+        print(
+            f"zonegate listening on {c.host}:{node.port} (node {c.node_id}, zone {c.zone})",
+            flush=True,
+        )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     signals = 0
@@ -148,5 +240,5 @@ async def _serve(config: NodeConfig) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal)
     await stop.wait()
-    await node.stop()
+    await asyncio.gather(*(n.stop() for n in nodes))
     return 0

@@ -123,8 +123,15 @@ class LeaderService:
 
     # -- append -----------------------------------------------------------
     async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]:
-        for sid in {b.stream_id for b in batches}:
-            await self._partition(sid)
+        newest: dict[int, int] = {}
+        for b in batches:
+            newest[b.stream_id] = max(newest.get(b.stream_id, ANY_EPOCH), b.leader_epoch)
+        for sid, epoch in newest.items():
+            p = await self._partition(sid)
+            if epoch > p.leader_epoch:
+                # The partition moved here (again) since we cached it: reload its state.
+                self.forget([sid])
+                await self._partition(sid)
         fut: asyncio.Future[list[AppendResult]] = asyncio.get_running_loop().create_future()
         self._queue.append((batches, fut))
         if self._committer is None or self._committer.done():
@@ -276,6 +283,10 @@ class LeaderService:
             if best is None or e.max_timestamp > best.max_timestamp:
                 best = e
         return best
+
+    def stored_bytes(self) -> int:
+        """Bytes of stored batches the partitions cached here refer to."""
+        return sum(e.length for p in self._partitions.values() for e in p.index)
 
     async def changed(self, stream_id: int) -> asyncio.Future[None]:
         """A future completed at the next high-watermark move (or state drop) of the partition."""

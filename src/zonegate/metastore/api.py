@@ -8,6 +8,7 @@ from typing import Protocol
 
 from zonegate.metastore.models import (
     IndexEntry,
+    NodeRecord,
     PartitionCommit,
     PartitionState,
     TopicInfo,
@@ -16,12 +17,14 @@ from zonegate.metastore.models import (
 
 class MetaStore(Protocol):
     async def create_topic(
-        self, name: str, num_partitions: int, configs: dict[str, str], leader_node: int
-    ) -> TopicInfo: ...
+        self, name: str, configs: dict[str, str], leaders: Sequence[int]
+    ) -> TopicInfo:
+        """One partition per entry of `leaders`, led by that node."""
+        ...
 
     async def delete_topic(self, name: str) -> TopicInfo | None: ...
 
-    async def add_partitions(self, name: str, total: int, leader_node: int) -> TopicInfo: ...
+    async def add_partitions(self, name: str, leaders: Sequence[int]) -> TopicInfo: ...
 
     async def set_topic_configs(self, name: str, configs: dict[str, str]) -> TopicInfo: ...
 
@@ -40,6 +43,26 @@ class MetaStore(Protocol):
         ...
 
     async def allocate_producer_id(self) -> int: ...
+
+    async def register_node(self, node: NodeRecord, lease_ms: int, now_ms: int) -> None:
+        """Creates or renews the node's row, its lease running to now + lease_ms."""
+        ...
+
+    async def expire_node(self, node_id: int) -> None: ...
+
+    async def list_nodes(self) -> list[NodeRecord]: ...
+
+    async def acquire_lease(self, name: str, holder: int, ttl_ms: int, now_ms: int) -> bool:
+        """Takes or renews lease `name` for `holder` if it is free, expired or already held."""
+        ...
+
+    async def metadata_version(self) -> int:
+        """A number that changes whenever topics, partitions or leaders change."""
+        ...
+
+    async def move_partitions(self, moves: Sequence[tuple[int, int]]) -> None:
+        """Sets each (stream id, new leader node), bumping the partition's leader epoch."""
+        ...
 
     async def close(self) -> None: ...
 

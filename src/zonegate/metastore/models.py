@@ -75,6 +75,22 @@ class PartitionCommit:
     producers: tuple[ProducerEntry, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    """A node's registration: where it serves Kafka and the leader RPC, and its lease."""
+
+    node_id: int
+    zone: str
+    kafka_host: str
+    kafka_port: int
+    rpc_host: str
+    rpc_port: int
+    lease_expires_ms: int = 0
+
+    def live(self, now_ms: int) -> bool:
+        return self.lease_expires_ms > now_ms
+
+
 class MetaStoreError(Exception):
     pass
 

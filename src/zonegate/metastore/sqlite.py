@@ -21,6 +21,7 @@ from typing import TypeVar
 from zonegate.metastore.models import (
     IndexEntry,
     MetaStoreError,
+    NodeRecord,
     PartitionCommit,
     PartitionInfo,
     PartitionState,
@@ -73,6 +74,20 @@ CREATE TABLE IF NOT EXISTS producer_state (
     batches TEXT NOT NULL,
     PRIMARY KEY (stream_id, producer_id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS nodes (
+    node_id INTEGER PRIMARY KEY,
+    zone TEXT NOT NULL,
+    kafka_host TEXT NOT NULL,
+    kafka_port INTEGER NOT NULL,
+    rpc_host TEXT NOT NULL,
+    rpc_port INTEGER NOT NULL,
+    lease_expires_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS leases (
+    name TEXT PRIMARY KEY,
+    holder INTEGER NOT NULL,
+    expires_ms INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS counters (
     name TEXT PRIMARY KEY,
     value INTEGER NOT NULL
@@ -146,7 +161,7 @@ class SqliteMetaStore:
         return TopicInfo(uuid.UUID(topic_id), name, parts, configs)
 
     async def create_topic(
-        self, name: str, num_partitions: int, configs: dict[str, str], leader_node: int
+        self, name: str, configs: dict[str, str], leaders: Sequence[int]
     ) -> TopicInfo:
         def fn(db: sqlite3.Connection) -> TopicInfo:
             if self._topic(db, "name", name) is not None:
@@ -163,8 +178,9 @@ class SqliteMetaStore:
             db.executemany(
                 "INSERT INTO partitions (topic_id, partition, leader_node, leader_epoch) "
                 "VALUES (?, ?, ?, 0)",
-                [(topic_id, p, leader_node) for p in range(num_partitions)],
+                [(topic_id, p, leader) for p, leader in enumerate(leaders)],
             )
+            _bump_version(db)
             info = self._topic(db, "topic_id", topic_id)
             assert info is not None
             return info
@@ -186,11 +202,14 @@ class SqliteMetaStore:
                     "UPDATE partitions SET leader_epoch = leader_epoch + 1 WHERE stream_id = ?",
                     (p.stream_id,),
                 )
+            _bump_version(db)
             return info
 
         return await self._run(fn)
 
-    async def add_partitions(self, name: str, total: int, leader_node: int) -> TopicInfo:
+    async def add_partitions(self, name: str, leaders: Sequence[int]) -> TopicInfo:
+        """Appends one partition per entry of `leaders`, led by that node."""
+
         def fn(db: sqlite3.Connection) -> TopicInfo:
             info = self._topic(db, "name", name)
             if info is None:
@@ -198,8 +217,12 @@ class SqliteMetaStore:
             db.executemany(
                 "INSERT INTO partitions (topic_id, partition, leader_node, leader_epoch) "
                 "VALUES (?, ?, ?, 0)",
-                [(str(info.topic_id), p, leader_node) for p in range(len(info.partitions), total)],
+                [
+                    (str(info.topic_id), len(info.partitions) + i, leader)
+                    for i, leader in enumerate(leaders)
+                ],
             )
+            _bump_version(db)
             new = self._topic(db, "name", name)
             assert new is not None
             return new
@@ -216,6 +239,7 @@ class SqliteMetaStore:
                 "INSERT INTO topic_configs (topic_id, key, value) VALUES (?, ?, ?)",
                 [(str(info.topic_id), k, v) for k, v in configs.items()],
             )
+            _bump_version(db)
             new = self._topic(db, "name", name)
             assert new is not None
             return new
@@ -330,6 +354,88 @@ class SqliteMetaStore:
             return value
 
         return await self._run(fn)
+
+    # -- membership -------------------------------------------------------
+    async def register_node(self, node: NodeRecord, lease_ms: int, now_ms: int) -> None:
+        await self._run(
+            lambda db: db.execute(
+                "INSERT INTO nodes (node_id, zone, kafka_host, kafka_port, rpc_host, rpc_port, "
+                "lease_expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(node_id) DO UPDATE "
+                "SET zone = excluded.zone, kafka_host = excluded.kafka_host, "
+                "kafka_port = excluded.kafka_port, rpc_host = excluded.rpc_host, "
+                "rpc_port = excluded.rpc_port, lease_expires_ms = excluded.lease_expires_ms",
+                (
+                    node.node_id,
+                    node.zone,
+                    node.kafka_host,
+                    node.kafka_port,
+                    node.rpc_host,
+                    node.rpc_port,
+                    now_ms + lease_ms,
+                ),
+            )
+        )
+
+    async def expire_node(self, node_id: int) -> None:
+        await self._run(
+            lambda db: db.execute(
+                "UPDATE nodes SET lease_expires_ms = 0 WHERE node_id = ?", (node_id,)
+            )
+        )
+
+    async def list_nodes(self) -> list[NodeRecord]:
+        return await self._run(
+            lambda db: [
+                NodeRecord(*row)
+                for row in db.execute(
+                    "SELECT node_id, zone, kafka_host, kafka_port, rpc_host, rpc_port, "
+                    "lease_expires_ms FROM nodes ORDER BY node_id"
+                )
+            ]
+        )
+
+    async def acquire_lease(self, name: str, holder: int, ttl_ms: int, now_ms: int) -> bool:
+        def fn(db: sqlite3.Connection) -> bool:
+            row = db.execute("SELECT holder, expires_ms FROM leases WHERE name = ?", (name,))
+            current = row.fetchone()
+            if current is not None and current[0] != holder and current[1] > now_ms:
+                return False
+            db.execute(
+                "INSERT INTO leases (name, holder, expires_ms) VALUES (?, ?, ?) "
+                "ON CONFLICT(name) DO UPDATE SET holder = excluded.holder, "
+                "expires_ms = excluded.expires_ms",
+                (name, holder, now_ms + ttl_ms),
+            )
+            return True
+
+        return await self._run(fn)
+
+    async def move_partitions(self, moves: Sequence[tuple[int, int]]) -> None:
+        def fn(db: sqlite3.Connection) -> None:
+            db.executemany(
+                "UPDATE partitions SET leader_node = ?, leader_epoch = leader_epoch + 1 "
+                "WHERE stream_id = ?",
+                [(node, sid) for sid, node in moves],
+            )
+            _bump_version(db)
+
+        await self._run(fn)
+
+    async def metadata_version(self) -> int:
+        def fn(db: sqlite3.Connection) -> int:
+            row = db.execute("SELECT value FROM counters WHERE name = 'metadata_version'")
+            found = row.fetchone()
+            return int(found[0]) if found else 0
+
+        return await self._run(fn)
+
+
+def _bump_version(db: sqlite3.Connection) -> None:
+    """Every change to topics, partitions or leaders bumps one counter nodes poll cheaply."""
+    db.execute(
+        "INSERT INTO counters (name, value) VALUES ('metadata_version', 1) "
+        "ON CONFLICT(name) DO UPDATE SET value = value + 1"
+    )
 
 
 def _batch_tuple(b: ProducerBatch) -> tuple[int, int, int, int]:

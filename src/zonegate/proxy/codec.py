@@ -145,12 +145,12 @@ def response_type(api_key: int, api_version: int) -> type[ResponsePayload]:
 
 @cache
 def _reader(cls: type[Any]) -> Callable[[bytes, int], tuple[Any, int]]:
-    return entity_reader(cls)  # type: ignore[no-any-return]
+    return entity_reader(cls)
 
 
 @cache
 def _writer(cls: type[Any]) -> Callable[[io.BytesIO, Any], None]:
-    return entity_writer(cls)  # type: ignore[no-any-return]
+    return entity_writer(cls)
 
 
 def decode_request(frame: bytes, header: RequestHeader, body_offset: int) -> DecodedRequest:
@@ -165,11 +165,8 @@ def decode_request(frame: bytes, header: RequestHeader, body_offset: int) -> Dec
         raise PeerProtocolError(
             f"cannot decode {cls.__name__} v{header.api_version}: {type(exc).__name__}: {exc}"
         ) from exc
-    if offset + size != len(frame):
-        raise PeerProtocolError(
-            f"{cls.__name__} v{header.api_version} leaves {len(frame) - offset - size} "
-            "undecoded bytes"
-        )
+    # Bytes after the body are ignored, as Kafka's broker ignores them: librdkafka
+    # sends a few after some flexible-version requests (Metadata v12, for one).
     return DecodedRequest(header, body)
 
 

@@ -18,9 +18,14 @@ from kio.static.constants import EntityType
 T = TypeVar("T")
 
 
-@cache
+_FIELDS: dict[type[Any], frozenset[str]] = {}
+
+
 def _field_names(cls: type[Any]) -> frozenset[str]:
-    return frozenset(f.name for f in dataclasses.fields(cls))
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 def make(cls: type[T], **kwargs: Any) -> T:

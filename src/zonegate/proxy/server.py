@@ -13,7 +13,7 @@ import collections
 import itertools
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kio.schema.errors import ErrorCode
 
@@ -67,8 +67,8 @@ class KafkaConnection(asyncio.Protocol):
 
     # -- asyncio.Protocol -------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # uvloop's transports are not asyncio.Transport subclasses but behave as one.
+        self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.client = ClientInfo(str(peer[0]), int(peer[1]), self.client.connection_id)
         self._server.connections.add(self)

@@ -38,7 +38,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             missing = ErrorCode.unknown_topic_or_partition
         deleted = await node.catalog.delete(name) if name is not None else None
         if deleted is not None:
-            node.leader.forget(p.stream_id for p in deleted.partitions)
+            node.local_leader.forget(p.stream_id for p in deleted.partitions)
         results.append(
             make(
                 result_cls,

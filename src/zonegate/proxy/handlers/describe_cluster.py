@@ -25,7 +25,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         error_message=None,
         endpoint_type=1,
         cluster_id=node.config.cluster_uuid(),
-        controller_id=node.config.node_id,
+        controller_id=node.config.node_id if node.controller.is_active else -1,
         brokers=broker_list(ctx, cls(ctx, "DescribeClusterBroker")),
         cluster_authorized_operations=-2147483648,
     )

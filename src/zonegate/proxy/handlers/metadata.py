@@ -1,9 +1,12 @@
-"""Metadata (key 3), v0-12: this node as the only broker and leader of every partition.
+"""Metadata (key 3), v0-12, rewritten per client zone by the router.
 
+The client's zone is resolved (client.id tag, CIDR map, the node's zone); the
+answer lists that zone's live nodes as the brokers and a same-zone node as each
+partition's leader (rendezvous hashing), so produce and fetch stay in the
+zone. With routing off, or no live node in the zone, the real leaders.
 Topics asked for by name that do not exist are created when both the request
 and `auto.create.topics.enable` allow it (as Kafka does); otherwise
-UNKNOWN_TOPIC_OR_PARTITION. Invalid names get INVALID_TOPIC_EXCEPTION. With
-zones (a later step) the router rewrites this answer per client zone.
+UNKNOWN_TOPIC_OR_PARTITION. Invalid names get INVALID_TOPIC_EXCEPTION.
 """
 
 from __future__ import annotations
@@ -24,16 +27,21 @@ API_KEY = 3
 ZERO_UUID = uuid.UUID(int=0)
 
 
+def client_zone(ctx: RequestContext) -> str:
+    return ctx.node.zones.resolve(ctx.client_id, ctx.client.host)
+
+
 def broker_list(ctx: RequestContext, broker_cls: type[Any]) -> tuple[Any, ...]:
-    node = ctx.node
-    return (
+    return tuple(
         make(
             broker_cls,
-            node_id=node.config.node_id,
-            host=node.config.advertised,
-            port=node.port,
-            rack=node.config.zone,
-        ),
+            node_id=n.node_id,
+            broker_id=n.node_id,
+            host=n.kafka_host,
+            port=n.kafka_port,
+            rack=n.zone,
+        )
+        for n in ctx.node.view.brokers_for(client_zone(ctx))
     )
 
 
@@ -43,8 +51,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     topic_cls = cls(ctx, "MetadataResponseTopic")
     part_cls = cls(ctx, "MetadataResponsePartition")
 
+    zone = client_zone(ctx)
+
     def topic_answer(t: TopicInfo) -> Any:
-        me = node.config.node_id
         return make(
             topic_cls,
             error_code=ErrorCode.none,
@@ -56,13 +65,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     part_cls,
                     error_code=ErrorCode.none,
                     partition_index=p.partition,
-                    leader_id=me,
+                    leader_id=leader,
                     leader_epoch=p.leader_epoch,
-                    replica_nodes=(me,),
-                    isr_nodes=(me,),
+                    replica_nodes=(leader,),
+                    isr_nodes=(leader,),
                     offline_replicas=(),
                 )
                 for p in t.partitions
+                for leader in (node.view.leader_for(p, zone),)
             ),
         )
 
@@ -111,7 +121,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         throttle_time=NO_THROTTLE,
         brokers=broker_list(ctx, cls(ctx, "MetadataResponseBroker")),
         cluster_id=node.config.cluster_uuid(),
-        controller_id=node.config.node_id,
+        controller_id=node.config.node_id if node.controller.is_active else -1,
         topics=tuple(answers),
         cluster_authorized_operations=-2147483648,
     )

@@ -1,0 +1,147 @@
+"""Produce throughput and latency: a zonegate node against librdkafka's mock cluster, same run.
+
+confluent-kafka, 1 KiB records, acks=all, idempotent. Throughput is record
+bytes over the time from the first produce() until flush() returns; latency
+is, per record, delivery report time minus produce() time. The last line is
+exactly `produce MB/s: zonegate X, mock Y, ratio R`.
+
+    python benchmarks/produce.py [--records N] [--store file|s3] [--partitions P]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+RECORD_BYTES = 1024
+
+
+def run_producer(
+    conf: dict[str, Any], topic: str, records: int, partitions: int
+) -> dict[str, float]:
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "compression.type": "none",
+            "queue.buffering.max.kbytes": 256 * 1024,
+            **conf,
+        }
+    )
+    # Warm up: metadata, producer id, connections.
+    producer.produce(topic, b"x" * RECORD_BYTES, partition=0)
+    producer.flush(30)
+
+    payload = os.urandom(RECORD_BYTES)
+    latencies: list[float] = []
+    errors = 0
+    now = time.perf_counter
+
+    def on_delivery(err: Any, msg: Any, sent: float) -> None:
+        nonlocal errors
+        if err is not None:
+            errors += 1
+        else:
+            latencies.append(now() - sent)
+
+    start = now()
+    for i in range(records):
+        sent = now()
+        while True:
+            try:
+                producer.produce(
+                    topic,
+                    payload,
+                    partition=i % partitions,
+                    on_delivery=lambda err, msg, sent=sent: on_delivery(err, msg, sent),
+                )
+                break
+            except BufferError:
+                producer.poll(0.001)
+        if i % 1000 == 0:
+            producer.poll(0)
+    left = producer.flush(120)
+    elapsed = now() - start
+    if left or errors:
+        raise RuntimeError(f"{left} records undelivered, {errors} delivery errors")
+    latencies.sort()
+    return {
+        "mb_s": records * RECORD_BYTES / elapsed / 1e6,
+        "p50_ms": statistics.median(latencies) * 1000,
+        "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000,
+        "seconds": elapsed,
+    }
+
+
+def bench_zonegate(args: argparse.Namespace) -> dict[str, float]:
+    from tests.node_harness import start_node
+
+    extra: list[str] = []
+    env: dict[str, str] = {}
+    moto = None
+    if args.store == "s3":
+        from tests.s3_server import MotoServer  # type: ignore[attr-defined]
+
+        moto = MotoServer.start()
+        extra = ["--object-store", f"s3://{moto.bucket}/bench", "--s3-endpoint", moto.endpoint_url]
+        env = moto.env()
+    if args.seal_age_ms is not None:
+        extra += ["--wal-seal-age-ms", str(args.seal_age_ms)]
+    with tempfile.TemporaryDirectory() as tmp:
+        node = start_node(Path(tmp) / "node", extra, env)
+        try:
+            from confluent_kafka.admin import AdminClient, NewTopic
+
+            admin = AdminClient({"bootstrap.servers": node.bootstrap})
+            admin.create_topics([NewTopic("bench", args.partitions, 1)])["bench"].result(30)
+            return run_producer(
+                {"bootstrap.servers": node.bootstrap}, "bench", args.records, args.partitions
+            )
+        finally:
+            node.stop()
+            if moto is not None:
+                moto.stop()
+
+
+def bench_mock(args: argparse.Namespace) -> dict[str, float]:
+    return run_producer(
+        {"test.mock.num.brokers": 3, "bootstrap.servers": ""},
+        "bench",
+        args.records,
+        args.partitions,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--records", type=int, default=300_000)
+    parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--store", choices=("file", "s3"), default="file")
+    parser.add_argument("--seal-age-ms", type=float, default=None)
+    args = parser.parse_args()
+    z = bench_zonegate(args)
+    m = bench_mock(args)
+    for name, r in (("zonegate", z), ("mock", m)):
+        print(
+            f"{name:9s} {r['mb_s']:8.1f} MB/s  p50 {r['p50_ms']:7.1f} ms  p99 {r['p99_ms']:7.1f} ms"
+            f"  ({args.records} x {RECORD_BYTES} B in {r['seconds']:.1f} s, store={args.store})"
+        )
+    print(
+        f"produce MB/s: zonegate {z['mb_s']:.1f}, mock {m['mb_s']:.1f}, "
+        f"ratio {z['mb_s'] / m['mb_s']:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""Node membership by lease: each node renews its row; everyone reads the live set.
+
+A node is live while its lease has not expired. A clean stop expires the lease
+at once, so its partitions move without waiting out the lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+
+from zonegate.metastore.api import MetaStore
+from zonegate.metastore.models import NodeRecord
+
+log = logging.getLogger(__name__)
+
+
+def wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Membership:
+    def __init__(
+        self,
+        meta: MetaStore,
+        me: NodeRecord,
+        *,
+        lease_ms: int = 6000,
+        interval_s: float = 0.5,
+        clock_ms: Callable[[], int] = wall_ms,
+    ) -> None:
+        self._meta = meta
+        self.me = me
+        self.lease_ms = lease_ms
+        self._interval = interval_s
+        self._clock = clock_ms
+        self._nodes: list[NodeRecord] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.renew()
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def renew(self) -> None:
+        await self._meta.register_node(self.me, self.lease_ms, self._clock())
+        self._nodes = await self._meta.list_nodes()
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            try:
+                await self.renew()
+            except Exception:
+                log.exception("node %d could not renew its lease", self.me.node_id)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._meta.expire_node(self.me.node_id)
+
+    def live_nodes(self) -> list[NodeRecord]:
+        now = self._clock()
+        return [n for n in self._nodes if n.live(now) or n.node_id == self.me.node_id]
+
+    def node(self, node_id: int) -> NodeRecord | None:
+        return next((n for n in self._nodes if n.node_id == node_id), None)
+
+    def is_live(self, node_id: int) -> bool:
+        return any(n.node_id == node_id for n in self.live_nodes())

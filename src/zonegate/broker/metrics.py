@@ -1,0 +1,86 @@
+"""Prometheus metrics of one node, read from its own counters at scrape time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from zonegate.broker.node import Node
+
+_LABELS = ["node", "node_zone", "kind", "client_zone", "peer_zone", "leader_zone", "topic"]
+
+
+class NodeCollector(Collector):
+    def __init__(self, node: Node) -> None:
+        self._node = node
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        node = self._node
+        acc = node.accounting
+        bytes_in = CounterMetricFamily(
+            "zonegate_traffic_received_bytes", "Bytes this node received", labels=_LABELS
+        )
+        bytes_out = CounterMetricFamily(
+            "zonegate_traffic_sent_bytes", "Bytes this node sent", labels=_LABELS
+        )
+        requests = CounterMetricFamily(
+            "zonegate_traffic_requests", "Requests this node served or sent", labels=_LABELS
+        )
+        merged: dict[tuple[str, str, str, str, str, str, str], list[int]] = {}
+        for k, c in list(acc.totals.items()):
+            labels = (
+                str(acc.node_id),
+                acc.node_zone,
+                k.kind,
+                k.client_zone,
+                k.peer_zone,
+                k.leader_zone,
+                k.topic,
+            )
+            row = merged.setdefault(labels, [0, 0, 0])
+            row[0] += c.bytes_in
+            row[1] += c.bytes_out
+            row[2] += c.requests
+        for labels, (i, o, r) in merged.items():
+            bytes_in.add_metric(list(labels), i)
+            bytes_out.add_metric(list(labels), o)
+            requests.add_metric(list(labels), r)
+        yield bytes_in
+        yield bytes_out
+        yield requests
+        cross = CounterMetricFamily(
+            "zonegate_cross_zone_bytes", "Bytes sent or received across zones", labels=["node"]
+        )
+        cross.add_metric([str(acc.node_id)], acc.cross_zone_bytes())
+        yield cross
+        s3 = node.store.stats()
+        store = CounterMetricFamily(
+            "zonegate_object_store_requests", "Object store requests", labels=["node", "op"]
+        )
+        for op, n in (
+            ("put", s3.put_requests),
+            ("get", s3.get_requests),
+            ("other", s3.other_requests),
+        ):
+            store.add_metric([str(acc.node_id), op], n)
+        yield store
+        cache = GaugeMetricFamily("zonegate_log_cache_bytes", "Log cache size", labels=["node"])
+        cache.add_metric([str(acc.node_id)], node.log_cache.size_bytes)
+        yield cache
+        hits = CounterMetricFamily(
+            "zonegate_log_cache_lookups", "Log cache lookups", labels=["node", "result"]
+        )
+        hits.add_metric([str(acc.node_id), "hit"], node.log_cache.hits)
+        hits.add_metric([str(acc.node_id), "miss"], node.log_cache.misses)
+        yield hits
+
+
+def node_registry(node: Node) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(NodeCollector(node))
+    return registry

@@ -1,0 +1,197 @@
+"""Writes the node's usage records (docs/usage-records.md) as Parquet into the object store.
+
+Every interval the accounting deltas, the object-store request deltas and the
+bytes the node's led partitions reference become one Parquet object under
+`usage/date=YYYY-MM-DD/node=N/`. Nothing else is needed to compute traffic and
+cost later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import io
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from zonegate.broker.accounting import Accounting
+from zonegate.wal_s3.instrumented import InstrumentedObjectStore, ObjectStoreStats
+
+log = logging.getLogger(__name__)
+SCHEMA_VERSION = 1
+UTC_MS = pa.timestamp("ms", tz="UTC")
+USAGE_SCHEMA = pa.schema(
+    [
+        ("schema_version", pa.int32()),
+        ("interval_start", UTC_MS),
+        ("interval_end", UTC_MS),
+        ("cluster", pa.string()),
+        ("node_id", pa.int32()),
+        ("node_zone", pa.string()),
+        ("kind", pa.string()),
+        ("client_zone", pa.string()),
+        ("leader_zone", pa.string()),
+        ("peer_zone", pa.string()),
+        ("topic", pa.string()),
+        ("client_id", pa.string()),
+        ("bytes_in", pa.int64()),
+        ("bytes_out", pa.int64()),
+        ("requests", pa.int64()),
+        ("s3_put_requests", pa.int64()),
+        ("s3_get_requests", pa.int64()),
+        ("s3_other_requests", pa.int64()),
+        ("s3_put_bytes", pa.int64()),
+        ("s3_get_bytes", pa.int64()),
+        ("stored_bytes", pa.int64()),
+    ]
+)
+
+
+class UsageWriter:
+    def __init__(
+        self,
+        store: InstrumentedObjectStore,
+        accounting: Accounting,
+        *,
+        cluster: str,
+        interval_s: float,
+        stored_bytes: Callable[[], int],
+    ) -> None:
+        self._store = store
+        self._acc = accounting
+        self._cluster = cluster
+        self._interval = interval_s
+        self._stored_bytes = stored_bytes
+        self._start_ms = int(time.time() * 1000)
+        self._last_s3 = store.stats()
+        self._task: asyncio.Task[None] | None = None
+        self.objects_written = 0
+
+    async def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.flush()
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            try:
+                await self.flush()
+            except Exception:
+                log.exception("writing usage records failed; the interval is kept for the next")
+
+    def _rows(self, end_ms: int) -> list[dict[str, Any]]:
+        acc = self._acc
+        common = {
+            "schema_version": SCHEMA_VERSION,
+            "interval_start": self._start_ms,
+            "interval_end": end_ms,
+            "cluster": self._cluster,
+            "node_id": acc.node_id,
+            "node_zone": acc.node_zone,
+        }
+        zero_s3 = {
+            "s3_put_requests": 0,
+            "s3_get_requests": 0,
+            "s3_other_requests": 0,
+            "s3_put_bytes": 0,
+            "s3_get_bytes": 0,
+            "stored_bytes": 0,
+        }
+        rows: list[dict[str, Any]] = []
+        for k, c in acc.drain_interval().items():
+            rows.append(
+                {
+                    **common,
+                    "kind": k.kind,
+                    "client_zone": k.client_zone,
+                    "leader_zone": k.leader_zone,
+                    "peer_zone": k.peer_zone,
+                    "topic": k.topic,
+                    "client_id": k.client_id,
+                    "bytes_in": c.bytes_in,
+                    "bytes_out": c.bytes_out,
+                    "requests": c.requests,
+                    **zero_s3,
+                }
+            )
+        now = self._store.stats()
+        d = _delta(now, self._last_s3)
+        self._last_s3 = now
+        if any((d.put_requests, d.get_requests, d.other_requests)):
+            rows.append(
+                {
+                    **common,
+                    "kind": "s3",
+                    "client_zone": "",
+                    "leader_zone": "",
+                    "peer_zone": acc.node_zone,
+                    "topic": "",
+                    "client_id": "",
+                    "bytes_in": d.get_bytes,
+                    "bytes_out": d.put_bytes,
+                    "requests": d.put_requests + d.get_requests + d.other_requests,
+                    **zero_s3,
+                    "s3_put_requests": d.put_requests,
+                    "s3_get_requests": d.get_requests,
+                    "s3_other_requests": d.other_requests,
+                    "s3_put_bytes": d.put_bytes,
+                    "s3_get_bytes": d.get_bytes,
+                }
+            )
+        stored = self._stored_bytes()
+        if stored:
+            rows.append(
+                {
+                    **common,
+                    "kind": "storage",
+                    "client_zone": "",
+                    "leader_zone": acc.node_zone,
+                    "peer_zone": acc.node_zone,
+                    "topic": "",
+                    "client_id": "",
+                    "bytes_in": 0,
+                    "bytes_out": 0,
+                    "requests": 0,
+                    **zero_s3,
+                    "stored_bytes": stored,
+                }
+            )
+        return rows
+
+    async def flush(self) -> str | None:
+        end_ms = int(time.time() * 1000)
+        rows = self._rows(end_ms)
+        start_ms, self._start_ms = self._start_ms, end_ms
+        if not rows:
+            return None
+        table = pa.Table.from_pylist(rows, schema=USAGE_SCHEMA)
+        buf = io.BytesIO()
+        pq.write_table(table, buf)
+        day = datetime.datetime.fromtimestamp(start_ms / 1000, datetime.UTC).date().isoformat()
+        key = f"usage/date={day}/node={self._acc.node_id}/{start_ms}-{secrets.token_hex(6)}.parquet"
+        await self._store.put(key, buf.getvalue())
+        self.objects_written += 1
+        return key
+
+
+def _delta(now: ObjectStoreStats, before: ObjectStoreStats) -> ObjectStoreStats:
+    return ObjectStoreStats(
+        put_requests=now.put_requests - before.put_requests,
+        get_requests=now.get_requests - before.get_requests,
+        other_requests=now.other_requests - before.other_requests,
+        put_bytes=now.put_bytes - before.put_bytes,
+        get_bytes=now.get_bytes - before.get_bytes,
+    )

@@ -1,0 +1,178 @@
+"""Finds each partition's leader (this node or another) and forwards to it.
+
+Appends go through one ordered pipeline per node: everything queued while the
+previous cycle was in flight goes out as one cycle, one Append per leader node
+(so one sealed WAL object costs one RPC per leader). A cycle finishes, retries
+included, before the next starts, so a partition's batches reach its leader in
+the order the producer sent them even when the leader moves: batches whose
+leader answers NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, or cannot be
+reached, are re-resolved against a refreshed catalog and sent to the new leader
+with its epoch. The new leader de-duplicates idempotent producers' retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
+
+from kio.schema.errors import ErrorCode
+
+from zonegate.leader_forwarder.api import Leader
+from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
+from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
+from zonegate.metastore.models import IndexEntry, PartitionInfo
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+_MOVED = {
+    ErrorCode.not_leader_or_follower,
+    ErrorCode.fenced_leader_epoch,
+    ErrorCode.unknown_leader_epoch,
+}
+
+
+class LeaderDirectory:
+    def __init__(
+        self,
+        node_id: int,
+        local: Leader,
+        partition_of: Callable[[int], PartitionInfo | None],
+        remote_for: Callable[[int], Leader | None],
+        refresh: Callable[[], Awaitable[object]],
+        *,
+        retry_for_s: float = 20.0,
+    ) -> None:
+        self._me = node_id
+        self._local = local
+        self._partition_of = partition_of
+        self._remote_for = remote_for
+        self._refresh = refresh
+        self._retry_for = retry_for_s
+        self._queue: list[tuple[Sequence[AppendBatch], asyncio.Future[list[AppendResult]]]] = []
+        self._runner: asyncio.Task[None] | None = None
+        self.append_rpcs = 0
+
+    def leader_node(self, stream_id: int) -> int:
+        p = self._partition_of(stream_id)
+        return p.leader_node if p is not None else -1
+
+    def _leader(self, stream_id: int) -> tuple[Leader | None, int]:
+        p = self._partition_of(stream_id)
+        if p is None:
+            return None, -1
+        if p.leader_node == self._me:
+            return self._local, p.leader_epoch
+        return self._remote_for(p.leader_node), p.leader_epoch
+
+    # -- appends ------------------------------------------------------------
+    async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]:
+        fut: asyncio.Future[list[AppendResult]] = asyncio.get_running_loop().create_future()
+        self._queue.append((batches, fut))
+        if self._runner is None or self._runner.done():
+            self._runner = asyncio.get_running_loop().create_task(self._run())
+        return await fut
+
+    async def _run(self) -> None:
+        while self._queue:
+            cycle, self._queue = self._queue, []
+            flat = [b for batches, _ in cycle for b in batches]
+            try:
+                results = await self._send(flat)
+            except Exception as exc:
+                log.exception("append cycle failed")
+                for _, fut in cycle:
+                    if not fut.done():
+                        fut.set_exception(exc)
+                continue
+            i = 0
+            for batches, fut in cycle:
+                if not fut.done():
+                    fut.set_result(results[i : i + len(batches)])
+                i += len(batches)
+
+    async def _send(self, flat: list[AppendBatch]) -> list[AppendResult]:
+        results: list[AppendResult | None] = [None] * len(flat)
+        pending = list(range(len(flat)))
+        deadline = time.monotonic() + self._retry_for
+        delay = 0.05
+        while pending:
+            groups: dict[int, list[int]] = defaultdict(list)
+            targets: dict[int, Leader] = {}
+            for i in pending:
+                leader, epoch = self._leader(flat[i].stream_id)
+                if leader is None:
+                    results[i] = AppendResult(ErrorCode.not_leader_or_follower)
+                    continue
+                node = self.leader_node(flat[i].stream_id)
+                flat[i] = dataclasses.replace(flat[i], leader_epoch=epoch)
+                groups[node].append(i)
+                targets[node] = leader
+            answers = await asyncio.gather(
+                *(targets[n].append([flat[i] for i in idx]) for n, idx in groups.items()),
+                return_exceptions=True,
+            )
+            self.append_rpcs += sum(1 for n in groups if n != self._me)
+            retry: list[int] = []
+            for (_, idx), answer in zip(groups.items(), answers, strict=True):
+                if isinstance(answer, BaseException):
+                    if not isinstance(answer, LeaderUnavailable):
+                        raise answer
+                    retry += idx
+                    continue
+                for i, r in zip(idx, answer, strict=True):
+                    if r.error in _MOVED:
+                        retry.append(i)
+                    else:
+                        results[i] = r
+            if not retry:
+                break
+            if time.monotonic() >= deadline:
+                for i in retry:
+                    results[i] = AppendResult(ErrorCode.not_leader_or_follower)
+                break
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+            await self._refresh()
+            pending = sorted(retry)
+        return [
+            r if r is not None else AppendResult(ErrorCode.unknown_server_error) for r in results
+        ]
+
+    # -- reads --------------------------------------------------------------
+    async def _read(self, stream_id: int, call: Callable[[Leader], Awaitable[T]]) -> T:
+        deadline = time.monotonic() + self._retry_for
+        delay = 0.05
+        while True:
+            leader, _ = self._leader(stream_id)
+            if leader is None:
+                raise LeaderUnavailable(f"no leader known for stream {stream_id}")
+            try:
+                return await call(leader)
+            except LeaderUnavailable:
+                if time.monotonic() >= deadline:
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+            await self._refresh()
+
+    async def read_index(self, stream_id: int, offset: int, max_bytes: int) -> ReadIndexResult:
+        return await self._read(stream_id, lambda ld: ld.read_index(stream_id, offset, max_bytes))
+
+    async def offsets(self, stream_id: int) -> tuple[int, int, int]:
+        return await self._read(stream_id, lambda ld: ld.offsets(stream_id))
+
+    async def entries_from_timestamp(self, stream_id: int, timestamp: int) -> list[IndexEntry]:
+        return await self._read(
+            stream_id, lambda ld: ld.entries_from_timestamp(stream_id, timestamp)
+        )
+
+    async def max_timestamp_entry(self, stream_id: int) -> IndexEntry | None:
+        return await self._read(stream_id, lambda ld: ld.max_timestamp_entry(stream_id))
+
+    async def changed(self, stream_id: int) -> asyncio.Future[None]:
+        return await self._read(stream_id, lambda ld: ld.changed(stream_id))

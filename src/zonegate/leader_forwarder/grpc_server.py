@@ -1,0 +1,124 @@
+"""The leader's gRPC service: Append, ReadIndex and Watch over the local LeaderService."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+from kio.schema.errors import ErrorCode
+
+from zonegate.leader_forwarder.leader import LeaderService
+from zonegate.leader_forwarder.messages import AppendBatch
+from zonegate.leader_forwarder.proto import leader_pb2 as pb
+from zonegate.leader_forwarder.proto import leader_pb2_grpc as pb_grpc
+from zonegate.metastore.models import IndexEntry
+
+log = logging.getLogger(__name__)
+
+
+def entry_to_pb(e: IndexEntry) -> Any:
+    return pb.IndexEntry(
+        base_offset=e.base_offset,
+        last_offset=e.last_offset,
+        object_key=e.object_key,
+        position=e.position,
+        length=e.length,
+        max_timestamp=e.max_timestamp,
+    )
+
+
+class LeaderServicer(pb_grpc.LeaderServicer):
+    def __init__(self, leader: LeaderService, on_bytes: Any = None) -> None:
+        self._leader = leader
+        # on_bytes(kind_of_call, peer_node, bytes_in, bytes_out) feeds usage accounting.
+        self._on_bytes = on_bytes
+
+    def _count(self, request: Any, response: Any, from_node: int) -> None:
+        if self._on_bytes is not None:
+            self._on_bytes(from_node, request.ByteSize(), response.ByteSize())
+
+    async def Append(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC names
+        keys = list(request.object_keys)
+        batches = [
+            AppendBatch(
+                stream_id=b.stream_id,
+                leader_epoch=b.leader_epoch,
+                object_key=keys[b.object_index],
+                position=b.position,
+                length=b.length,
+                record_count=b.record_count,
+                max_timestamp=b.max_timestamp,
+                producer_id=b.producer_id,
+                producer_epoch=b.producer_epoch,
+                base_sequence=b.base_sequence,
+            )
+            for b in request.batches
+        ]
+        results = await self._leader.append(batches)
+        response = pb.AppendResponse(
+            results=[
+                pb.BatchResult(
+                    error_code=int(r.error),
+                    base_offset=r.base_offset,
+                    log_start_offset=r.log_start_offset,
+                )
+                for r in results
+            ]
+        )
+        self._count(request, response, request.from_node)
+        return response
+
+    async def ReadIndex(self, request: Any, context: Any) -> Any:  # noqa: N802
+        leader = self._leader
+        sid = request.stream_id
+        entries: list[IndexEntry] = []
+        error = ErrorCode.none
+        if request.mode == pb.FROM_OFFSET:
+            res = await leader.read_index(sid, request.offset, request.max_bytes)
+            entries, error = list(res.entries), res.error
+        elif request.mode == pb.FROM_TIMESTAMP:
+            entries = (await leader.entries_from_timestamp(sid, request.timestamp))[:64]
+        elif request.mode == pb.MAX_TIMESTAMP:
+            best = await leader.max_timestamp_entry(sid)
+            entries = [best] if best is not None else []
+        start, hwm, epoch = await leader.offsets(sid)
+        response = pb.ReadIndexResponse(
+            error_code=int(error),
+            entries=[entry_to_pb(e) for e in entries],
+            high_watermark=hwm,
+            log_start_offset=start,
+            leader_epoch=epoch,
+        )
+        self._count(request, response, -1)
+        return response
+
+    async def Watch(self, request: Any, context: Any) -> AsyncIterator[Any]:  # noqa: N802
+        sids = list(request.stream_ids)
+        last: dict[int, int] = {}
+        while True:
+            waits = {}
+            for sid in sids:
+                fut = await self._leader.changed(sid)
+                _, hwm, _ = await self._leader.offsets(sid)
+                if last.get(sid) != hwm:
+                    last[sid] = hwm
+                    yield pb.WatchEvent(stream_id=sid, high_watermark=hwm)
+                waits[sid] = fut
+            await asyncio.wait(list(waits.values()), return_when=asyncio.FIRST_COMPLETED)
+
+
+async def start_leader_server(
+    leader: LeaderService, host: str, port: int, on_bytes: Any = None
+) -> tuple[grpc.aio.Server, int]:
+    server = grpc.aio.server(
+        options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)],
+    )
+    pb_grpc.add_LeaderServicer_to_server(  # type: ignore[no-untyped-call]
+        LeaderServicer(leader, on_bytes), server
+    )
+    bound = server.add_insecure_port(f"{host}:{port}")
+    await server.start()
+    return server, bound

@@ -1,0 +1,127 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ReadMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FROM_OFFSET: _ClassVar[ReadMode]
+    FROM_TIMESTAMP: _ClassVar[ReadMode]
+    MAX_TIMESTAMP: _ClassVar[ReadMode]
+    WATERMARKS: _ClassVar[ReadMode]
+FROM_OFFSET: ReadMode
+FROM_TIMESTAMP: ReadMode
+MAX_TIMESTAMP: ReadMode
+WATERMARKS: ReadMode
+
+class BatchSummary(_message.Message):
+    __slots__ = ("stream_id", "leader_epoch", "object_index", "position", "length", "record_count", "max_timestamp", "producer_id", "producer_epoch", "base_sequence")
+    STREAM_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    RECORD_COUNT_FIELD_NUMBER: _ClassVar[int]
+    MAX_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    BASE_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    stream_id: int
+    leader_epoch: int
+    object_index: int
+    position: int
+    length: int
+    record_count: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    def __init__(self, stream_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., object_index: _Optional[int] = ..., position: _Optional[int] = ..., length: _Optional[int] = ..., record_count: _Optional[int] = ..., max_timestamp: _Optional[int] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., base_sequence: _Optional[int] = ...) -> None: ...
+
+class AppendRequest(_message.Message):
+    __slots__ = ("object_keys", "batches", "from_node")
+    OBJECT_KEYS_FIELD_NUMBER: _ClassVar[int]
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    FROM_NODE_FIELD_NUMBER: _ClassVar[int]
+    object_keys: _containers.RepeatedScalarFieldContainer[str]
+    batches: _containers.RepeatedCompositeFieldContainer[BatchSummary]
+    from_node: int
+    def __init__(self, object_keys: _Optional[_Iterable[str]] = ..., batches: _Optional[_Iterable[_Union[BatchSummary, _Mapping]]] = ..., from_node: _Optional[int] = ...) -> None: ...
+
+class BatchResult(_message.Message):
+    __slots__ = ("error_code", "base_offset", "log_start_offset")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    BASE_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LOG_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    base_offset: int
+    log_start_offset: int
+    def __init__(self, error_code: _Optional[int] = ..., base_offset: _Optional[int] = ..., log_start_offset: _Optional[int] = ...) -> None: ...
+
+class AppendResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[BatchResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[BatchResult, _Mapping]]] = ...) -> None: ...
+
+class ReadIndexRequest(_message.Message):
+    __slots__ = ("stream_id", "mode", "offset", "timestamp", "max_bytes")
+    STREAM_ID_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    stream_id: int
+    mode: ReadMode
+    offset: int
+    timestamp: int
+    max_bytes: int
+    def __init__(self, stream_id: _Optional[int] = ..., mode: _Optional[_Union[ReadMode, str]] = ..., offset: _Optional[int] = ..., timestamp: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+
+class IndexEntry(_message.Message):
+    __slots__ = ("base_offset", "last_offset", "object_key", "position", "length", "max_timestamp")
+    BASE_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LAST_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_KEY_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    MAX_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    base_offset: int
+    last_offset: int
+    object_key: str
+    position: int
+    length: int
+    max_timestamp: int
+    def __init__(self, base_offset: _Optional[int] = ..., last_offset: _Optional[int] = ..., object_key: _Optional[str] = ..., position: _Optional[int] = ..., length: _Optional[int] = ..., max_timestamp: _Optional[int] = ...) -> None: ...
+
+class ReadIndexResponse(_message.Message):
+    __slots__ = ("error_code", "entries", "high_watermark", "log_start_offset", "leader_epoch")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    LOG_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    entries: _containers.RepeatedCompositeFieldContainer[IndexEntry]
+    high_watermark: int
+    log_start_offset: int
+    leader_epoch: int
+    def __init__(self, error_code: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[IndexEntry, _Mapping]]] = ..., high_watermark: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., leader_epoch: _Optional[int] = ...) -> None: ...
+
+class WatchRequest(_message.Message):
+    __slots__ = ("stream_ids",)
+    STREAM_IDS_FIELD_NUMBER: _ClassVar[int]
+    stream_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, stream_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class WatchEvent(_message.Message):
+    __slots__ = ("stream_id", "high_watermark")
+    STREAM_ID_FIELD_NUMBER: _ClassVar[int]
+    HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    stream_id: int
+    high_watermark: int
+    def __init__(self, stream_id: _Optional[int] = ..., high_watermark: _Optional[int] = ...) -> None: ...
