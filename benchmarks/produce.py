@@ -1,11 +1,17 @@
 """Produce throughput and latency: a zonegate node against librdkafka's mock cluster, same run.
 
-confluent-kafka, 1 KiB records, acks=all, idempotent. Throughput is record
-bytes over the time from the first produce() until flush() returns; latency
-is, per record, delivery report time minus produce() time. The last line is
-exactly `produce MB/s: zonegate X, mock Y, ratio R`.
+confluent-kafka, 1 KiB records, acks=all, idempotent, 4 partitions. Two phases
+per broker:
+- throughput: produce as fast as the client can, record bytes over the time
+  from the first produce() until flush() returns;
+- latency: produce at a fixed offered rate (`--latency-rate` records/s, below
+  both brokers' capacity, so the figure is the broker's and not the client
+  queue's), per record the delivery report time minus the produce() time.
+The node is one zonegate node (`serve --zones zone-a`) on the local store or,
+with `--store s3`, on moto's S3 server. The last line is exactly
+`produce MB/s: zonegate X, mock Y, ratio R`.
 
-    python benchmarks/produce.py [--records N] [--store file|s3] [--partitions P]
+    python benchmarks/produce.py [--records N] [--store file|s3] [--latency-rate R]
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ RECORD_BYTES = 1024
 
 
 def run_producer(
-    conf: dict[str, Any], topic: str, records: int, partitions: int
+    conf: dict[str, Any], topic: str, records: int, partitions: int, rate: float | None = None
 ) -> dict[str, float]:
     from confluent_kafka import Producer
 
@@ -42,6 +48,9 @@ def run_producer(
     # Warm up: metadata, producer id, connections.
     producer.produce(topic, b"x" * RECORD_BYTES, partition=0)
     producer.flush(30)
+    found = len(producer.list_topics(topic, timeout=10).topics[topic].partitions)
+    if found != partitions:
+        raise RuntimeError(f"topic {topic} has {found} partitions, expected {partitions}")
 
     payload = os.urandom(RECORD_BYTES)
     latencies: list[float] = []
@@ -58,6 +67,12 @@ def run_producer(
     start = now()
     for i in range(records):
         sent = now()
+        if rate is not None:
+            due = start + i / rate
+            if due > sent:
+                producer.poll(0)
+                time.sleep(max(due - now(), 0))
+                sent = now()
         while True:
             try:
                 producer.produce(
@@ -87,14 +102,14 @@ def run_producer(
 def bench_zonegate(args: argparse.Namespace) -> dict[str, float]:
     from tests.node_harness import start_node
 
-    extra: list[str] = []
+    extra: list[str] = ["--zones", "zone-a"]
     env: dict[str, str] = {}
     moto = None
     if args.store == "s3":
         from tests.s3_server import MotoServer  # type: ignore[attr-defined]
 
         moto = MotoServer.start()
-        extra = ["--object-store", f"s3://{moto.bucket}/bench", "--s3-endpoint", moto.endpoint_url]
+        extra += ["--object-store", f"s3://{moto.bucket}/bench", "--s3-endpoint", moto.endpoint_url]
         env = moto.env()
     if args.seal_age_ms is not None:
         extra += ["--wal-seal-age-ms", str(args.seal_age_ms)]
@@ -105,9 +120,12 @@ def bench_zonegate(args: argparse.Namespace) -> dict[str, float]:
 
             admin = AdminClient({"bootstrap.servers": node.bootstrap})
             admin.create_topics([NewTopic("bench", args.partitions, 1)])["bench"].result(30)
-            return run_producer(
-                {"bootstrap.servers": node.bootstrap}, "bench", args.records, args.partitions
+            conf = {"bootstrap.servers": node.bootstrap}
+            result = run_producer(conf, "bench", args.records, args.partitions)
+            lat = run_producer(
+                conf, "bench", args.latency_records, args.partitions, args.latency_rate
             )
+            return {**result, "p50_ms": lat["p50_ms"], "p99_ms": lat["p99_ms"]}
         finally:
             node.stop()
             if moto is not None:
@@ -126,16 +144,25 @@ def bench_mock(args: argparse.Namespace) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--records", type=int, default=300_000)
-    parser.add_argument("--partitions", type=int, default=6)
+    # librdkafka's mock cluster auto-creates topics with 4 partitions; both sides use 4.
+    parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--store", choices=("file", "s3"), default="file")
     parser.add_argument("--seal-age-ms", type=float, default=None)
+    parser.add_argument(
+        "--latency-rate",
+        type=float,
+        default=20_000,
+        help="records/s offered in the latency phase (default 20000 = 20 MB/s)",
+    )
+    parser.add_argument("--latency-records", type=int, default=100_000)
     args = parser.parse_args()
     z = bench_zonegate(args)
     m = bench_mock(args)
     for name, r in (("zonegate", z), ("mock", m)):
         print(
-            f"{name:9s} {r['mb_s']:8.1f} MB/s  p50 {r['p50_ms']:7.1f} ms  p99 {r['p99_ms']:7.1f} ms"
-            f"  ({args.records} x {RECORD_BYTES} B in {r['seconds']:.1f} s, store={args.store})"
+            f"{name:9s} {r['mb_s']:8.1f} MB/s ({args.records} x {RECORD_BYTES} B in "
+            f"{r['seconds']:.1f} s, store={args.store});  at {args.latency_rate:.0f} records/s: "
+            f"p50 {r['p50_ms']:6.1f} ms  p99 {r['p99_ms']:6.1f} ms"
         )
     print(
         f"produce MB/s: zonegate {z['mb_s']:.1f}, mock {m['mb_s']:.1f}, "

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.accounting import account_request
 from zonegate.proxy.codec import (
     API_VERSIONS_KEY,
     FrameDecoder,
@@ -55,7 +56,10 @@ class KafkaConnection(asyncio.Protocol):
         self._config = config
         self._server = server
         self._decoder = FrameDecoder(config.max_request_bytes)
-        self._pending: collections.deque[tuple[int, int, asyncio.Task[Any]]] = collections.deque()
+        # (correlation id, api key, handler task, context, request) in arrival order
+        self._pending: collections.deque[
+            tuple[int, int, asyncio.Task[Any], RequestContext | None, Any]
+        ] = collections.deque()
         self._wakeup = asyncio.Event()
         self._can_write = asyncio.Event()
         self._can_write.set()
@@ -110,7 +114,9 @@ class KafkaConnection(asyncio.Protocol):
                 # so the client can retry with a version we know.
                 from zonegate.proxy.handlers.api_versions import unsupported_version_answer
 
-                self._enqueue(header.correlation_id, header.api_key, unsupported_version_answer())
+                self._enqueue(
+                    header.correlation_id, header.api_key, unsupported_version_answer(), None, None
+                )
                 return
             what = "unknown API key" if reg is None else "unsupported version"
             self.abort(f"{what}: api_key={header.api_key} api_version={header.api_version}")
@@ -126,12 +132,25 @@ class KafkaConnection(asyncio.Protocol):
             client_id=header.client_id,
             request_bytes=len(frame) + 4,
         )
-        self._enqueue(header.correlation_id, header.api_key, reg.handler(ctx, request.body))
+        self._enqueue(
+            header.correlation_id,
+            header.api_key,
+            reg.handler(ctx, request.body),
+            ctx,
+            request.body,
+        )
 
-    def _enqueue(self, correlation_id: int, api_key: int, answer: Any) -> None:
+    def _enqueue(
+        self,
+        correlation_id: int,
+        api_key: int,
+        answer: Any,
+        ctx: RequestContext | None,
+        body: Any,
+    ) -> None:
         loop = asyncio.get_running_loop()
         task: asyncio.Task[Any] = loop.create_task(answer)
-        self._pending.append((correlation_id, api_key, task))
+        self._pending.append((correlation_id, api_key, task, ctx, body))
         self._wakeup.set()
         if len(self._pending) >= self._config.max_inflight_per_connection:
             self._pause_reading()
@@ -153,7 +172,7 @@ class KafkaConnection(asyncio.Protocol):
                     return
                 self._wakeup.clear()
                 await self._wakeup.wait()
-            correlation_id, api_key, task = self._pending[0]
+            correlation_id, api_key, task, ctx, body = self._pending[0]
             try:
                 response: ResponsePayload | None = await task
             except asyncio.CancelledError:
@@ -174,8 +193,10 @@ class KafkaConnection(asyncio.Protocol):
             if self._server.faults.take(api_key, "drop_response"):
                 self.abort(f"test fault: dropping the answer to api_key={api_key}")
                 return
+            frame = b"" if response is None else encode_response(correlation_id, api_key, response)
+            if ctx is not None:
+                account_request(ctx, body, len(frame))
             if response is not None:
-                frame = encode_response(correlation_id, api_key, response)
                 self._server.metrics_response_bytes(len(frame))
                 assert self._transport is not None
                 self._transport.write(frame)
@@ -195,7 +216,7 @@ class KafkaConnection(asyncio.Protocol):
             reason,
         )
         self._closed = True
-        for _, _, task in self._pending:
+        for _, _, task, _, _ in self._pending:
             task.cancel()
         self._pending.clear()
         self._wakeup.set()
