@@ -221,8 +221,9 @@ async def _serve(configs: list[NodeConfig]) -> int:
         await node.start()
     for node in nodes:
         c = node.config
+        http = f", http {node.http.port}" if node.http is not None else ""
         print(
-            f"zonegate listening on {c.host}:{node.port} (node {c.node_id}, zone {c.zone})",
+            f"zonegate listening on {c.host}:{node.port} (node {c.node_id}, zone {c.zone}{http})",
             flush=True,
         )
     stop = asyncio.Event()

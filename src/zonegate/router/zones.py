@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 ZONE_TAGS = ("zonegate_az", "automq_az", "warpstream_az", "ws_az", "zone")
-_TAG = re.compile(r"(?:^|[,;\s])(" + "|".join(ZONE_TAGS) + r")=([A-Za-z0-9._-]+)")
+# A tag may stand anywhere in client.id after a non-word character ("app,zonegate_az=a",
+# "ck-zonegate_az=a"); "zone=" must not match inside "my_zone=".
+_TAG = re.compile(r"(?:^|[^A-Za-z0-9_])(" + "|".join(ZONE_TAGS) + r")=([A-Za-z0-9._-]+)")
 
 
 def zone_from_client_id(client_id: str | None) -> str | None:
