@@ -9,11 +9,15 @@ from crc32c import crc32c
 
 from zonegate.records.codecs import compress
 
+# (key, value, headers, timestamp in ms)
 RecordSpec = tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes | None]], int]
+
+_AFTER_CRC = struct.Struct(">hiqqqhii")
+_BEFORE_CRC = struct.Struct(">qiibI")
 
 
 def _varint(n: int) -> bytes:
-    z = (n << 1) ^ (n >> 63)
+    z = (n << 1) ^ (n >> 63)  # zig-zag, as Kafka's varlong
     out = bytearray()
     while True:
         b = z & 0x7F
@@ -38,8 +42,14 @@ def build_batch(
     base_sequence: int = -1,
     compression: int = 0,
     is_transactional: bool = False,
+    timestamp_type: int = 0,
+    partition_leader_epoch: int = -1,
 ) -> bytes:
-    """`records`: (key, value, headers, timestamp ms) each."""
+    """One batch holding `records`, (key, value, headers, timestamp ms) each.
+
+    The first record's timestamp is the base, as Java and librdkafka do; a later
+    record may be older (deltas are signed). Snappy is written raw (see codecs).
+    """
     if not records:
         raise ValueError("a batch needs at least one record")
     base_ts = records[0][3]
@@ -51,25 +61,17 @@ def build_batch(
         for hk, hv in headers:
             rec += _field(hk.encode()) + _field(hv)
         body += _varint(len(rec)) + rec
-    payload = compress(compression, bytes(body))
-    attributes = compression | (0x10 if is_transactional else 0)
-    after_crc = (
-        struct.pack(
-            ">hiqqqhii",
-            attributes,
-            len(records) - 1,
-            base_ts,
-            max(r[3] for r in records),
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            len(records),
-        )
-        + payload
-    )
-    batch_length = 4 + 1 + 4 + len(after_crc)
-    return (
-        struct.pack(">qiib", base_offset, batch_length, -1, 2)
-        + struct.pack(">I", crc32c(after_crc))
-        + after_crc
-    )
+    attributes = compression | (timestamp_type << 3) | (0x10 if is_transactional else 0)
+    after_crc = _AFTER_CRC.pack(
+        attributes,
+        len(records) - 1,
+        base_ts,
+        max(r[3] for r in records),
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(records),
+    ) + compress(compression, bytes(body))
+    batch_length = 4 + 1 + 4 + len(after_crc)  # leader epoch, magic, crc, the rest
+    head = _BEFORE_CRC.pack(base_offset, batch_length, partition_leader_epoch, 2, crc32c(after_crc))
+    return head + after_crc

@@ -1,4 +1,4 @@
-"""Decodes the records of one batch: the slow path (ListOffsets by timestamp, tests).
+"""Decodes the records of batches: the slow path (ListOffsets by timestamp, tests, tools).
 
 Produce and fetch never come here; they move batches as bytes.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zonegate.records.batch import HEADER_SIZE, BatchHeader, CorruptBatch, validate_batches
-from zonegate.records.codecs import decompress
+from zonegate.records.codecs import CodecError, decompress
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,58 +20,96 @@ class Record:
     headers: tuple[tuple[str, bytes | None], ...]
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    raw = 0
-    shift = 0
-    while True:
-        if pos >= len(data):
-            raise CorruptBatch("varint runs past the records")
-        b = data[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
+def decode_records(batch: bytes | memoryview) -> list[Record]:
+    """The records of `batch`, validated first, with absolute offsets and timestamps.
 
-
-def _bytes(data: bytes, pos: int) -> tuple[bytes | None, int]:
-    n, pos = _varint(data, pos)
-    if n < 0:
-        return None, pos
-    if pos + n > len(data):
-        raise CorruptBatch("record field runs past the records")
-    return data[pos : pos + n], pos + n
-
-
-def decode_records(batch: bytes) -> list[Record]:
-    """The records of a single batch (validated first), with absolute offsets and timestamps."""
-    (h,) = validate_batches(batch)
-    return _decode(h, batch)
-
-
-def _decode(h: BatchHeader, batch: bytes) -> list[Record]:
-    try:
-        body = decompress(h.compression, bytes(batch[HEADER_SIZE : h.size]))
-    except Exception as exc:
-        raise CorruptBatch(f"cannot decompress batch: {exc}") from exc
-    out = []
+    A blob of several batches gives the records of all of them, in order.
+    Raises CorruptBatch for anything that does not decode exactly.
+    """
+    data = bytes(batch)
+    out: list[Record] = []
     pos = 0
-    for _ in range(h.record_count):
-        length, pos = _varint(body, pos)
-        end = pos + length
-        pos += 1  # attributes
-        ts_delta, pos = _varint(body, pos)
-        off_delta, pos = _varint(body, pos)
-        key, pos = _bytes(body, pos)
-        value, pos = _bytes(body, pos)
-        n_headers, pos = _varint(body, pos)
-        headers = []
-        for _ in range(n_headers):
-            hk, pos = _bytes(body, pos)
-            hv, pos = _bytes(body, pos)
-            headers.append(((hk or b"").decode("utf-8", "replace"), hv))
-        if pos != end:
-            raise CorruptBatch("record length does not match its fields")
+    for h in validate_batches(data):
+        out += _decode(h, data[pos + HEADER_SIZE : pos + h.size])
+        pos += h.size
+    return out
+
+
+def _decode(h: BatchHeader, payload: bytes) -> list[Record]:
+    try:
+        body = decompress(h.compression, payload)
+    except CodecError as exc:
+        raise CorruptBatch(str(exc)) from exc
+    reader = _Reader(body)
+    out = []
+    for i in range(h.record_count):
+        try:
+            length = reader.varint()
+            end = reader.pos + length
+            reader.skip(1)  # record attributes: unused in v2
+            ts_delta = reader.varint()
+            off_delta = reader.varint()
+            key = reader.bytes()
+            value = reader.bytes()
+            n_headers = reader.varint()
+            if n_headers < 0:
+                raise CorruptBatch(f"header count {n_headers}")
+            headers = []
+            for _ in range(n_headers):
+                hk = reader.bytes()
+                if hk is None:
+                    raise CorruptBatch("a header has a null key")
+                headers.append((hk.decode("utf-8", "replace"), reader.bytes()))
+            if reader.pos != end:
+                raise CorruptBatch(f"length {length} does not match its fields")
+        except CorruptBatch as exc:
+            raise CorruptBatch(f"record {i} of batch at offset {h.base_offset}: {exc}") from None
+        # LogAppendTime: the broker's time, kept once in the header, is every record's.
         ts = h.max_timestamp if h.timestamp_type == 1 else h.base_timestamp + ts_delta
         out.append(Record(h.base_offset + off_delta, ts, key, value, tuple(headers)))
+    if reader.pos != len(body):
+        raise CorruptBatch(
+            f"batch at offset {h.base_offset} has {len(body) - reader.pos} bytes "
+            f"after its {h.record_count} records"
+        )
     return out
+
+
+class _Reader:
+    """A cursor over a decompressed body; every read is bounds-checked."""
+
+    __slots__ = ("data", "pos")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def varint(self) -> int:
+        raw = 0
+        shift = 0
+        data, pos = self.data, self.pos
+        while True:
+            if pos >= len(data):
+                raise CorruptBatch("varint runs past the end of the records")
+            b = data[pos]
+            pos += 1
+            raw |= (b & 0x7F) << shift
+            if not b & 0x80:
+                self.pos = pos
+                return (raw >> 1) ^ -(raw & 1)
+            shift += 7
+            if shift > 63:
+                raise CorruptBatch("varint is longer than 10 bytes")
+
+    def skip(self, n: int) -> None:
+        if self.pos + n > len(self.data):
+            raise CorruptBatch("record runs past the end of the records")
+        self.pos += n
+
+    def bytes(self) -> bytes | None:
+        n = self.varint()
+        if n < 0:
+            return None
+        start = self.pos
+        self.skip(n)
+        return self.data[start : self.pos]
