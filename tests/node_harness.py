@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -86,9 +88,27 @@ class RunningNode:
         return self.log_path.read_text()
 
 
+def free_port_block(count: int = 3) -> int:
+    """A base port with `count` free ports after it, below the kernel's ephemeral range.
+
+    `zonegate serve` puts zone i on base + i and a restart reuses them; ports
+    outside the ephemeral range cannot be taken meanwhile by a client socket.
+    """
+    for _ in range(200):
+        base = random.randrange(20000, 30000)
+        try:
+            for port in range(base, base + count):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError("no free block of ports")
+
+
 def start_node(
     data_dir: Path, args: Sequence[str] = (), env: dict[str, str] | None = None
 ) -> RunningNode:
     data_dir.mkdir(parents=True, exist_ok=True)
     node = RunningNode(data_dir, list(args), dict(env or {}), data_dir / "node.log")
-    return node.start()
+    return node.start(free_port_block())
