@@ -106,11 +106,12 @@ def bench_zonegate(args: argparse.Namespace) -> dict[str, float]:
     env: dict[str, str] = {}
     moto = None
     if args.store == "s3":
-        from tests.s3_server import MotoServer  # type: ignore[attr-defined]
+        from tests.s3_server import FAKE_AWS_ENV, MotoS3Server
 
-        moto = MotoServer.start()
-        extra += ["--object-store", f"s3://{moto.bucket}/bench", "--s3-endpoint", moto.endpoint_url]
-        env = moto.env()
+        moto = MotoS3Server(default_bucket="zonegate-bench")
+        moto.start()
+        extra += ["--object-store", "s3://zonegate-bench/bench", "--s3-endpoint", moto.endpoint_url]
+        env = dict(FAKE_AWS_ENV)
     if args.seal_age_ms is not None:
         extra += ["--wal-seal-age-ms", str(args.seal_age_ms)]
     with tempfile.TemporaryDirectory() as tmp:

@@ -22,6 +22,7 @@ class NodeConfig:
     wal_seal_bytes: int = 8 * 1024 * 1024
     wal_seal_age_ms: float | None = None  # default: 250 ms on S3, 2 ms on a local directory
     wal_max_inflight_uploads: int = 4
+    wal_seal_when_idle: bool = True  # group commit: seal at once when no upload is in flight
     log_cache_bytes: int = 256 * 1024 * 1024
     max_request_bytes: int = 104_857_600  # socket.request.max.bytes
     auto_create_topics: bool = True  # auto.create.topics.enable

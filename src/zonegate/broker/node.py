@@ -84,6 +84,7 @@ class Node:
             seal_age_s=config.seal_age_s,
             max_inflight_uploads=config.wal_max_inflight_uploads,
             on_uploaded=self.log_cache.put,
+            seal_when_idle=config.wal_seal_when_idle,
         )
         self.usage = UsageWriter(
             self.store,

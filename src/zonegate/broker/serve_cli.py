@@ -64,6 +64,13 @@ def _add_node_args(p: argparse.ArgumentParser) -> None:
         help="default 250 on S3, 2 on a local directory",
     )
     p.add_argument(
+        "--wal-seal-when-idle",
+        choices=("true", "false"),
+        default="true",
+        help="seal a WAL object at once when no upload is in flight (group commit; the "
+        "seal age and size stay upper bounds); false: wait for the age or size",
+    )
+    p.add_argument(
         "--auto-create-topics",
         choices=("true", "false"),
         default="true",
@@ -163,6 +170,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         metastore_url=args.metastore,
         wal_seal_bytes=args.wal_seal_bytes,
         wal_seal_age_ms=args.wal_seal_age_ms,
+        wal_seal_when_idle=args.wal_seal_when_idle == "true",
         auto_create_topics=args.auto_create_topics == "true",
         default_partitions=args.num_partitions,
         max_request_bytes=args.max_request_bytes,

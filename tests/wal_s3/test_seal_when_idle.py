@@ -1,0 +1,73 @@
+"""Group-commit sealing: with no upload in flight an object is sealed at the end of the
+loop turn; while one is in flight, appends accumulate into the next object."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from zonegate.wal_s3.object_store import open_object_store
+from zonegate.wal_s3.wal_writer import WalWriter
+
+pytestmark = pytest.mark.unit
+
+
+class _GatedStore:
+    """Holds every PUT until the test opens the gate."""
+
+    def __init__(self, inner, gate: asyncio.Event) -> None:  # type: ignore[no-untyped-def]
+        self.inner = inner
+        self.gate = gate
+        self.puts: list[str] = []
+
+    async def put(self, key: str, data: bytes) -> None:
+        self.puts.append(key)
+        await self.gate.wait()
+        await self.inner.put(key, data)
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self.inner, name)
+
+
+def test_seal_when_idle_batches_while_an_upload_is_in_flight(tmp_path: Path) -> None:
+    async def run() -> None:
+        gate = asyncio.Event()
+        store = _GatedStore(open_object_store(tmp_path.as_uri()), gate)
+        # An age far beyond the test: only idle sealing can seal here.
+        w = WalWriter(
+            store,
+            node_id=1,
+            seal_bytes=1 << 30,
+            seal_age_s=3600,  # type: ignore[arg-type]
+            seal_when_idle=True,
+        )
+        first = [w.append(1, b"a"), w.append(2, b"b")]  # one loop turn: one object
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert len(store.puts) == 1
+        later = [w.append(1, b"c") for _ in range(5)]  # upload in flight: accumulate
+        await asyncio.sleep(0.01)
+        assert len(store.puts) == 1
+        gate.set()
+        locs = await asyncio.gather(*first, *later)
+        assert len(store.puts) == 2
+        assert {loc.object_key for loc in locs[:2]} == {store.puts[0]}
+        assert {loc.object_key for loc in locs[2:]} == {store.puts[1]}
+        await w.close()
+
+    asyncio.run(run())
+
+
+def test_without_idle_sealing_the_age_decides(tmp_path: Path) -> None:
+    async def run() -> None:
+        store = open_object_store(tmp_path.as_uri())
+        w = WalWriter(store, node_id=1, seal_bytes=1 << 30, seal_age_s=3600)
+        fut = w.append(1, b"a")
+        await asyncio.sleep(0.02)
+        assert not fut.done()
+        await w.close()
+        assert fut.done()
+
+    asyncio.run(run())
