@@ -1,0 +1,111 @@
+"""`zonegate cost`: the what-if table of monthly cost by line item for one workload."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from typing import Any
+
+from zonegate.cost_model.breakdown import LINE_ITEMS
+from zonegate.cost_model.price_tables import price_table
+from zonegate.cost_model.prices import PriceTable, UnknownPrice
+from zonegate.cost_model.whatif import Assumptions, Scenario, Workload, compare
+
+_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 10**6}
+
+
+def parse_size(text: str) -> int:
+    """`8MiB`, `512KiB`, `1048576` -> bytes."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if m is None or m.group(2).lower() not in _UNITS:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 8MiB, 512KiB, 1048576)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "cost",
+        help="what-if monthly cost of a workload: Kafka vs an S3-WAL broker vs zonegate",
+        description=(
+            "Monthly cost by line item of one workload under Apache Kafka (RF=3 across the "
+            "zones, with and without fetch-from-follower), an S3-WAL broker without zone "
+            "routing, and zonegate. Formulas: docs/cost-model.md; prices: docs/prices.md."
+        ),
+    )
+    p.add_argument("--ingress-mib-s", type=float, required=True, help="produce MiB/s")
+    p.add_argument("--fanout", type=float, default=1.0, help="consumer groups reading it all")
+    p.add_argument("--zones", type=int, default=3)
+    p.add_argument("--retention-hours", type=float, default=72.0)
+    p.add_argument("--partitions", type=int, default=100)
+    p.add_argument("--wal-seal-size", type=parse_size, default=8 << 20, help="e.g. 8MiB")
+    p.add_argument("--wal-seal-age-ms", type=float, default=250.0)
+    p.add_argument("--nodes-per-zone", type=int, default=1)
+    p.add_argument("--days", type=float, default=30.0, help="period priced (default 30)")
+    p.add_argument("--provider", default="aws", help="aws, gcp or azure")
+    p.add_argument("--region", default=None, help="default: the provider's first region")
+    p.add_argument("--storage-class", choices=("standard", "express"), default="standard")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=run)
+
+
+def _default_region(provider: str) -> str:
+    from zonegate.cost_model.price_tables import known_regions
+
+    regions = known_regions().get(provider)
+    return regions[0] if regions else ""
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        prices = price_table(args.provider, args.region or _default_region(args.provider))
+        workload = Workload(
+            ingress_mib_s=args.ingress_mib_s,
+            fanout=args.fanout,
+            zones=args.zones,
+            retention_hours=args.retention_hours,
+            partitions=args.partitions,
+            wal_seal_bytes=args.wal_seal_size,
+            wal_seal_age_ms=args.wal_seal_age_ms,
+            nodes_per_zone=args.nodes_per_zone,
+            days=args.days,
+        )
+        scenarios = compare(workload, prices, Assumptions(), storage_class=args.storage_class)
+    except (UnknownPrice, ValueError) as exc:
+        print(f"zonegate cost: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({s.name: s.cost.as_dict() for s in scenarios}, indent=2))
+    else:
+        print(render_table(scenarios, prices, workload, args.storage_class))
+    return 0
+
+
+def render_table(
+    scenarios: list[Scenario], prices: PriceTable, w: Workload, storage_class: str
+) -> str:
+    """A plain-text table: line items down, scenarios across, USD over the period."""
+    head = [f"USD / {w.days:g} days", *(s.name for s in scenarios)]
+    rows = [[label, *(_usd(getattr(s.cost, key)) for s in scenarios)] for key, label in LINE_ITEMS]
+    rows.append(["Total", *(_usd(s.cost.total) for s in scenarios)])
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+
+    def line(cells: list[str]) -> str:
+        first = cells[0].ljust(widths[0])
+        return "  ".join(
+            [first, *(c.rjust(wd) for c, wd in zip(cells[1:], widths[1:], strict=True))]
+        )
+
+    rule = "  ".join("-" * wd for wd in widths)
+    s3 = prices.object_storage(storage_class)
+    title = (
+        f"{w.ingress_mib_s:g} MiB/s in, fan-out {w.fanout:g}, {w.zones} zones, "
+        f"{w.retention_hours:g} h retention, {w.partitions} partitions; "
+        f"{prices.provider} {prices.region}, {s3.name}, {prices.block_storage_name}"
+    )
+    return "\n".join([title, "", line(head), rule, *map(line, rows[:-1]), rule, line(rows[-1])])
+
+
+def _usd(x: float) -> str:
+    return f"{x:,.2f}"

@@ -1,0 +1,100 @@
+"""Cost of measured usage: quantities summed from usage records, priced linearly.
+
+Every price is per unit of one quantity, so the cost of a table is the sum of
+its rows' costs and can be split by topic, client, zone or day. `usage_rates`
+gives the per-unit coefficients (the Spark job multiplies columns by them);
+`cost_of_usage` applies the same coefficients to totals. `kafka_baseline`
+prices the same traffic as Apache Kafka would have moved it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zonegate.cost_model.breakdown import MONTH_S, CostBreakdown
+from zonegate.cost_model.kafka import kafka_cost
+from zonegate.cost_model.prices import GIB, PriceTable
+
+
+@dataclass(frozen=True)
+class UsageTotals:
+    """Quantities of one slice of usage records (docs/usage-records.md)."""
+
+    cross_zone_bytes: float = 0.0  # each crossing counted once
+    s3_put_requests: float = 0.0
+    s3_get_requests: float = 0.0
+    s3_other_requests: float = 0.0
+    s3_put_bytes: float = 0.0
+    s3_get_bytes: float = 0.0
+    stored_byte_seconds: float = 0.0  # stored_bytes x interval length, summed
+
+
+@dataclass(frozen=True)
+class UsageRates:
+    """USD per unit of each quantity in `UsageTotals`."""
+
+    cross_zone_out_per_byte: float  # charged to the sending zone
+    cross_zone_in_per_byte: float  # charged to the receiving zone
+    s3_put_per_request: float
+    s3_get_per_request: float
+    # LIST/DELETE/HEAD come as one count: priced at the PUT class (LIST's rate),
+    # an upper bound since DELETE is free and HEAD is GET-priced.
+    s3_other_per_request: float
+    s3_put_per_byte: float
+    s3_get_per_byte: float
+    storage_per_byte_second: float
+
+    @property
+    def cross_zone_per_byte(self) -> float:
+        return self.cross_zone_out_per_byte + self.cross_zone_in_per_byte
+
+
+def usage_rates(prices: PriceTable, storage_class: str = "standard") -> UsageRates:
+    s3 = prices.object_storage(storage_class)
+    return UsageRates(
+        cross_zone_out_per_byte=prices.cross_zone_out_per_gib / GIB,
+        cross_zone_in_per_byte=prices.cross_zone_in_per_gib / GIB,
+        s3_put_per_request=s3.put_per_1000 / 1000,
+        s3_get_per_request=s3.get_per_1000 / 1000,
+        s3_other_per_request=s3.put_per_1000 / 1000,
+        s3_put_per_byte=s3.upload_per_gib / GIB,
+        s3_get_per_byte=s3.retrieval_per_gib / GIB,
+        storage_per_byte_second=s3.storage_per_gib_month / GIB / MONTH_S,
+    )
+
+
+def cost_of_usage(t: UsageTotals, rates: UsageRates) -> CostBreakdown:
+    return CostBreakdown(
+        cross_zone_transfer=t.cross_zone_bytes * rates.cross_zone_per_byte,
+        s3_put=t.s3_put_requests * rates.s3_put_per_request
+        + t.s3_other_requests * rates.s3_other_per_request
+        + t.s3_put_bytes * rates.s3_put_per_byte,
+        s3_get=t.s3_get_requests * rates.s3_get_per_request
+        + t.s3_get_bytes * rates.s3_get_per_byte,
+        s3_storage=t.stored_byte_seconds * rates.storage_per_byte_second,
+    )
+
+
+def kafka_baseline(
+    produce_bytes: float,
+    consume_bytes: float,
+    stored_byte_seconds: float,
+    zones: int,
+    prices: PriceTable,
+    *,
+    rf: int = 3,
+    fetch_from_follower: bool,
+) -> CostBreakdown:
+    """Kafka moving the measured produce and fetch bytes among the measured zones.
+
+    Kafka keeps `rf` copies on disks of what zonegate kept once in object storage.
+    """
+    return kafka_cost(
+        produce_bytes,
+        consume_bytes,
+        stored_byte_seconds,
+        max(zones, 1),
+        prices,
+        rf=rf,
+        fetch_from_follower=fetch_from_follower,
+    )

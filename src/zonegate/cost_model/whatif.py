@@ -1,0 +1,205 @@
+"""What-if model: the monthly cost of one workload under Kafka, an S3-WAL broker and zonegate.
+
+Pure functions of a `Workload`, a `PriceTable` and the model's `Assumptions`;
+docs/cost-model.md explains every formula. Traffic is assumed steady and
+clients and partition leaders spread evenly over the zones.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from zonegate.cost_model.breakdown import MONTH_S, CostBreakdown
+from zonegate.cost_model.kafka import kafka_cost
+from zonegate.cost_model.prices import GIB, MIB, ObjectStoragePrices, PriceTable
+
+
+@dataclass(frozen=True)
+class Workload:
+    ingress_mib_s: float
+    fanout: float = 1.0  # consumer groups each reading everything produced
+    zones: int = 3
+    retention_hours: float = 72.0
+    partitions: int = 100
+    wal_seal_bytes: int = 8 * MIB
+    wal_seal_age_ms: float = 250.0
+    nodes_per_zone: int = 1
+    days: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.ingress_mib_s < 0 or self.fanout < 0 or self.retention_hours < 0:
+            raise ValueError("ingress, fan-out and retention must not be negative")
+        if self.zones < 1 or self.nodes_per_zone < 1 or self.partitions < 1:
+            raise ValueError("zones, nodes per zone and partitions must be at least 1")
+        if self.wal_seal_bytes <= 0 or self.wal_seal_age_ms <= 0 or self.days <= 0:
+            raise ValueError("WAL seal size and age and the period must be positive")
+
+    @property
+    def seconds(self) -> float:
+        return self.days * 86_400
+
+    @property
+    def ingress_bytes_s(self) -> float:
+        return self.ingress_mib_s * MIB
+
+    @property
+    def nodes(self) -> int:
+        return self.zones * self.nodes_per_zone
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """Figures the workload does not name; defaults are the node's defaults or Kafka's."""
+
+    kafka_rf: int = 3
+    produce_batch_bytes: int = 16_384  # producer batch.size: one WAL batch summary each
+    rpc_bytes_per_batch: int = 64  # Append/ReadIndex bytes per batch, request plus answer
+    stream_object_bytes: int = 64 * MIB  # compaction output object size
+    compaction_interval_s: float = 300.0  # how often a partition's WAL ranges are compacted
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    cost: CostBreakdown
+
+
+@dataclass(frozen=True)
+class S3Requests:
+    puts: float
+    gets: float
+    put_bytes: float
+    get_bytes: float
+
+
+def wal_objects_per_second(w: Workload) -> float:
+    """Every node seals when its object reaches the size or the age, whichever comes first."""
+    if w.ingress_bytes_s == 0:
+        return 0.0
+    per_node = w.ingress_bytes_s / w.nodes
+    return w.nodes * max(per_node / w.wal_seal_bytes, 1000.0 / w.wal_seal_age_ms)
+
+
+def compaction_objects_per_second(w: Workload, a: Assumptions) -> float:
+    """Each cycle writes every partition's new data as stream objects of bounded size."""
+    if w.ingress_bytes_s == 0:
+        return 0.0
+    per_partition = w.ingress_bytes_s * a.compaction_interval_s / w.partitions
+    per_cycle = w.partitions * math.ceil(per_partition / a.stream_object_bytes)
+    return per_cycle / a.compaction_interval_s
+
+
+def s3_wal_requests(w: Workload, a: Assumptions, *, tail_reads_from_s3: bool) -> S3Requests:
+    """Requests over the period: WAL PUTs, compaction PUTs and GETs, and tail-read GETs.
+
+    Compaction reads each WAL object once. With zone routing, a node serves
+    consumers of its zone from WAL objects other nodes wrote, so each node reads
+    every other node's WAL objects once (block cache and readahead); without it
+    the leader wrote them and serves tail reads from its log cache.
+    """
+    wal = wal_objects_per_second(w) * w.seconds
+    compacted = compaction_objects_per_second(w, a) * w.seconds
+    data = w.ingress_bytes_s * w.seconds
+    tail_gets = wal * (w.nodes - 1) if tail_reads_from_s3 and w.fanout > 0 else 0.0
+    tail_bytes = data * (w.nodes - 1) if tail_reads_from_s3 and w.fanout > 0 else 0.0
+    return S3Requests(
+        puts=wal + compacted,
+        gets=wal + tail_gets,
+        put_bytes=2 * data,
+        get_bytes=data + tail_bytes,
+    )
+
+
+def object_storage_cost(
+    req: S3Requests, stored_byte_seconds: float, s3: ObjectStoragePrices
+) -> CostBreakdown:
+    return CostBreakdown(
+        s3_put=req.puts / 1000 * s3.put_per_1000 + req.put_bytes / GIB * s3.upload_per_gib,
+        s3_get=req.gets / 1000 * s3.get_per_1000 + req.get_bytes / GIB * s3.retrieval_per_gib,
+        s3_storage=stored_byte_seconds / GIB / MONTH_S * s3.storage_per_gib_month,
+    )
+
+
+def _retained_byte_seconds(w: Workload) -> float:
+    # Steady state: retention's worth of data is held for the whole period.
+    return w.ingress_bytes_s * w.retention_hours * 3600 * w.seconds
+
+
+def kafka_scenario(
+    w: Workload, prices: PriceTable, a: Assumptions, *, fetch_from_follower: bool
+) -> CostBreakdown:
+    produced = w.ingress_bytes_s * w.seconds
+    return kafka_cost(
+        produced,
+        produced * w.fanout,
+        _retained_byte_seconds(w),
+        w.zones,
+        prices,
+        rf=a.kafka_rf,
+        fetch_from_follower=fetch_from_follower,
+    )
+
+
+def s3_wal_scenario(
+    w: Workload, prices: PriceTable, a: Assumptions, storage_class: str
+) -> CostBreakdown:
+    """An S3-WAL broker without zone routing: no replication, but clients still reach leaders."""
+    produced = w.ingress_bytes_s * w.seconds
+    remote = (w.zones - 1) / w.zones
+    cross = (produced + produced * w.fanout) * remote
+    s3 = object_storage_cost(
+        s3_wal_requests(w, a, tail_reads_from_s3=False),
+        _retained_byte_seconds(w),
+        prices.object_storage(storage_class),
+    )
+    return CostBreakdown(
+        cross_zone_transfer=cross / GIB * prices.cross_zone_per_gib,
+        s3_put=s3.s3_put,
+        s3_get=s3.s3_get,
+        s3_storage=s3.s3_storage,
+    )
+
+
+def zonegate_scenario(
+    w: Workload, prices: PriceTable, a: Assumptions, storage_class: str
+) -> CostBreakdown:
+    """Data crosses zones only through S3; batch summaries and index reads cross as RPCs."""
+    batches = w.ingress_bytes_s * w.seconds / a.produce_batch_bytes
+    remote = (w.zones - 1) / w.zones
+    append_bytes = batches * a.rpc_bytes_per_batch * remote
+    index_bytes = batches * a.rpc_bytes_per_batch * (w.zones - 1) if w.fanout > 0 else 0.0
+    s3 = object_storage_cost(
+        s3_wal_requests(w, a, tail_reads_from_s3=True),
+        _retained_byte_seconds(w),
+        prices.object_storage(storage_class),
+    )
+    return CostBreakdown(
+        cross_zone_transfer=(append_bytes + index_bytes) / GIB * prices.cross_zone_per_gib,
+        s3_put=s3.s3_put,
+        s3_get=s3.s3_get,
+        s3_storage=s3.s3_storage,
+    )
+
+
+def compare(
+    w: Workload,
+    prices: PriceTable,
+    a: Assumptions | None = None,
+    *,
+    storage_class: str = "standard",
+) -> list[Scenario]:
+    """The four scenarios `zonegate cost` shows, over the workload's period."""
+    a = a or Assumptions()
+    return [
+        Scenario(
+            f"Kafka RF={a.kafka_rf}",
+            kafka_scenario(w, prices, a, fetch_from_follower=False),
+        ),
+        Scenario(
+            f"Kafka RF={a.kafka_rf} + FFF",
+            kafka_scenario(w, prices, a, fetch_from_follower=True),
+        ),
+        Scenario("S3-WAL, no zone routing", s3_wal_scenario(w, prices, a, storage_class)),
+        Scenario("zonegate", zonegate_scenario(w, prices, a, storage_class)),
+    ]

@@ -1,0 +1,82 @@
+"""Cost of measured usage, the price tables' provenance, and `zonegate cost`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from zonegate.broker.cli import main
+from zonegate.cost_model import PRICE_TABLES, UsageTotals, cost_of_usage, price_table, usage_rates
+from zonegate.cost_model.breakdown import MONTH_S
+from zonegate.cost_model.prices import GIB
+
+pytestmark = pytest.mark.unit
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_cost_of_usage_hand_computed() -> None:
+    t = UsageTotals(
+        cross_zone_bytes=10 * GIB,
+        s3_put_requests=2000,
+        s3_get_requests=10_000,
+        s3_other_requests=1000,
+        stored_byte_seconds=100 * GIB * MONTH_S,  # 100 GiB for a month
+    )
+    c = cost_of_usage(t, usage_rates(price_table("aws", "us-east-1")))
+    assert c.cross_zone_transfer == pytest.approx(0.2)
+    assert c.s3_put == pytest.approx(3 * 0.005)
+    assert c.s3_get == pytest.approx(10 * 0.0004)
+    assert c.s3_storage == pytest.approx(2.3)
+    assert c.total == pytest.approx(0.2 + 0.015 + 0.004 + 2.3)
+
+
+def test_gcp_bills_only_the_sending_side() -> None:
+    c = cost_of_usage(
+        UsageTotals(cross_zone_bytes=GIB), usage_rates(price_table("gcp", "us-central1"))
+    )
+    assert c.cross_zone_transfer == pytest.approx(0.01)
+
+
+def test_every_price_has_a_source_and_date_in_docs() -> None:
+    prices_md = (DOCS / "prices.md").read_text()
+    for t in PRICE_TABLES:
+        for src in (t.cross_zone_source, t.block_storage_source, t.standard.source):
+            assert src.url and src.stated
+            assert src.url in prices_md, src.url
+        assert f"{t.provider} {t.region}" in prices_md or t.region in prices_md
+
+
+def test_cli_cost_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cost", "--ingress-mib-s", "1024", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["Kafka RF=3 + FFF"]["cross_zone_transfer"] == pytest.approx(138_240.0)
+    assert main(["cost", "--ingress-mib-s", "10", "--wal-seal-size", "4MiB"]) == 0
+    table = capsys.readouterr().out
+    for label in (
+        "Cross-zone transfer",
+        "S3 PUT",
+        "S3 GET",
+        "S3 storage",
+        "Block storage",
+        "Total",
+    ):
+        assert label in table
+    assert "zonegate" in table and "S3-WAL" in table
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--provider", "ibm"], "unknown provider"),
+        (["--region", "mars-1"], "unknown region"),
+        (["--provider", "azure", "--region", "eastus", "--storage-class", "express"], "express"),
+        (["--zones", "0"], "at least 1"),
+    ],
+)
+def test_cli_cost_bad_input(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["cost", "--ingress-mib-s", "1", *args]) == 2
+    assert message in capsys.readouterr().err
