@@ -1,0 +1,86 @@
+"""The usage-record schema (docs/usage-records.md, schema_version 1) as Arrow and Spark see it.
+
+Readers accept exactly the versions listed here and stop, naming the version,
+on any other.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+KNOWN_VERSIONS = frozenset({SCHEMA_VERSION})
+USAGE_PREFIX = "usage/"
+
+KINDS = ("produce_data", "fetch_data", "forward_rpc", "other", "s3", "storage")
+CLIENT_KINDS = ("produce_data", "fetch_data", "other")
+
+_UTC_MS = pa.timestamp("ms", tz="UTC")
+ARROW_SCHEMA = pa.schema(
+    [
+        ("schema_version", pa.int32()),
+        ("interval_start", _UTC_MS),
+        ("interval_end", _UTC_MS),
+        ("cluster", pa.string()),
+        ("node_id", pa.int32()),
+        ("node_zone", pa.string()),
+        ("kind", pa.string()),
+        ("client_zone", pa.string()),
+        ("leader_zone", pa.string()),
+        ("peer_zone", pa.string()),
+        ("topic", pa.string()),
+        ("client_id", pa.string()),
+        ("bytes_in", pa.int64()),
+        ("bytes_out", pa.int64()),
+        ("requests", pa.int64()),
+        ("s3_put_requests", pa.int64()),
+        ("s3_get_requests", pa.int64()),
+        ("s3_other_requests", pa.int64()),
+        ("s3_put_bytes", pa.int64()),
+        ("s3_get_bytes", pa.int64()),
+        ("stored_bytes", pa.int64()),
+    ]
+)
+COLUMNS = tuple(ARROW_SCHEMA.names)
+
+# The same schema as a Spark DDL string (kept here so pyspark need not be imported).
+_SPARK_TYPES = {
+    pa.int32(): "int",
+    pa.int64(): "bigint",
+    pa.string(): "string",
+    _UTC_MS: "timestamp",
+}
+SPARK_DDL = ", ".join(f"{f.name} {_SPARK_TYPES[f.type]}" for f in ARROW_SCHEMA)
+
+
+class UsageInputError(Exception):
+    """The usage location cannot give a complete, trustworthy report; the message says why."""
+
+
+class UnknownSchemaVersion(UsageInputError):
+    def __init__(self, versions: list[int], where: str = "") -> None:
+        at = f" in {where}" if where else ""
+        super().__init__(
+            f"usage records{at} have schema_version {', '.join(map(str, sorted(versions)))}; "
+            f"this reader knows only {', '.join(map(str, sorted(KNOWN_VERSIONS)))} "
+            "(docs/usage-records.md): upgrade zonegate to report on them"
+        )
+        self.versions = versions
+
+
+def check_versions(versions: list[int], where: str = "") -> None:
+    unknown = [v for v in versions if v not in KNOWN_VERSIONS]
+    if unknown:
+        raise UnknownSchemaVersion(unknown, where)
+
+
+def conform(table: pa.Table, where: str) -> pa.Table:
+    """Check one object's version, then return exactly the schema-1 columns in order."""
+    if "schema_version" not in table.column_names:
+        raise UsageInputError(f"{where} has no schema_version column: not a usage record")
+    versions = table.column("schema_version").unique().to_pylist()
+    check_versions([int(v) for v in versions if v is not None], where)
+    missing = [c for c in COLUMNS if c not in table.column_names]
+    if missing:
+        raise UsageInputError(f"{where} lacks columns {', '.join(missing)}")
+    return table.select(list(COLUMNS)).cast(ARROW_SCHEMA)
