@@ -21,37 +21,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from zonegate.analytics.schema import ARROW_SCHEMA, SCHEMA_VERSION
 from zonegate.broker.accounting import Accounting
 from zonegate.wal_s3.instrumented import InstrumentedObjectStore, ObjectStoreStats
 
 log = logging.getLogger(__name__)
-SCHEMA_VERSION = 1
-UTC_MS = pa.timestamp("ms", tz="UTC")
-USAGE_SCHEMA = pa.schema(
-    [
-        ("schema_version", pa.int32()),
-        ("interval_start", UTC_MS),
-        ("interval_end", UTC_MS),
-        ("cluster", pa.string()),
-        ("node_id", pa.int32()),
-        ("node_zone", pa.string()),
-        ("kind", pa.string()),
-        ("client_zone", pa.string()),
-        ("leader_zone", pa.string()),
-        ("peer_zone", pa.string()),
-        ("topic", pa.string()),
-        ("client_id", pa.string()),
-        ("bytes_in", pa.int64()),
-        ("bytes_out", pa.int64()),
-        ("requests", pa.int64()),
-        ("s3_put_requests", pa.int64()),
-        ("s3_get_requests", pa.int64()),
-        ("s3_other_requests", pa.int64()),
-        ("s3_put_bytes", pa.int64()),
-        ("s3_get_bytes", pa.int64()),
-        ("stored_bytes", pa.int64()),
-    ]
-)
+# One definition of the record schema, shared with the report that reads it
+# (the module imports only pyarrow, never pyspark).
+USAGE_SCHEMA = ARROW_SCHEMA
 
 
 class UsageWriter:
