@@ -113,7 +113,7 @@ class RemoteLeader:
         ]
 
     async def _read(self, **fields: Any) -> Any:
-        request = pb.ReadIndexRequest(**fields)
+        request = pb.ReadIndexRequest(from_node=self._from_node, **fields)
         response = await self._call(lambda: self._stub.ReadIndex(request, timeout=self._deadline))
         self._count(request, response)
         return response
@@ -157,10 +157,15 @@ class RemoteLeader:
 
     async def _watch(self, stream_id: int) -> None:
         try:
-            call = self._stub.Watch(pb.WatchRequest(stream_ids=[stream_id]))
+            request = pb.WatchRequest(stream_ids=[stream_id], from_node=self._from_node)
+            call = self._stub.Watch(request)
+            if self._bytes_hook is not None:
+                self._bytes_hook(request.ByteSize(), 0)
             # The first event is the leader's current state: waking on it costs at most
             # one extra index read, and never misses a change made while subscribing.
-            async for _event in call:
+            async for event in call:
+                if self._bytes_hook is not None:
+                    self._bytes_hook(0, event.ByteSize())
                 fut = self._watch_futures.pop(stream_id, None)
                 if fut is not None and not fut.done():
                     fut.set_result(None)

@@ -92,12 +92,14 @@ class LeaderServicer(pb_grpc.LeaderServicer):
             log_start_offset=start,
             leader_epoch=epoch,
         )
-        self._count(request, response, -1)
+        self._count(request, response, request.from_node)
         return response
 
     async def Watch(self, request: Any, context: Any) -> AsyncIterator[Any]:  # noqa: N802
         sids = list(request.stream_ids)
         last: dict[int, int] = {}
+        if self._on_bytes is not None:
+            self._on_bytes(request.from_node, request.ByteSize(), 0)
         while True:
             waits = {}
             for sid in sids:
@@ -105,7 +107,10 @@ class LeaderServicer(pb_grpc.LeaderServicer):
                 _, hwm, _ = await self._leader.offsets(sid)
                 if last.get(sid) != hwm:
                     last[sid] = hwm
-                    yield pb.WatchEvent(stream_id=sid, high_watermark=hwm)
+                    event = pb.WatchEvent(stream_id=sid, high_watermark=hwm)
+                    if self._on_bytes is not None:
+                        self._on_bytes(request.from_node, 0, event.ByteSize())
+                    yield event
                 waits[sid] = fut
             await asyncio.wait(list(waits.values()), return_when=asyncio.FIRST_COMPLETED)
 

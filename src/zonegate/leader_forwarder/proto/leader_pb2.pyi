@@ -69,18 +69,20 @@ class AppendResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[BatchResult, _Mapping]]] = ...) -> None: ...
 
 class ReadIndexRequest(_message.Message):
-    __slots__ = ("stream_id", "mode", "offset", "timestamp", "max_bytes")
+    __slots__ = ("stream_id", "mode", "offset", "timestamp", "max_bytes", "from_node")
     STREAM_ID_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    FROM_NODE_FIELD_NUMBER: _ClassVar[int]
     stream_id: int
     mode: ReadMode
     offset: int
     timestamp: int
     max_bytes: int
-    def __init__(self, stream_id: _Optional[int] = ..., mode: _Optional[_Union[ReadMode, str]] = ..., offset: _Optional[int] = ..., timestamp: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+    from_node: int
+    def __init__(self, stream_id: _Optional[int] = ..., mode: _Optional[_Union[ReadMode, str]] = ..., offset: _Optional[int] = ..., timestamp: _Optional[int] = ..., max_bytes: _Optional[int] = ..., from_node: _Optional[int] = ...) -> None: ...
 
 class IndexEntry(_message.Message):
     __slots__ = ("base_offset", "last_offset", "object_key", "position", "length", "max_timestamp")
@@ -113,10 +115,12 @@ class ReadIndexResponse(_message.Message):
     def __init__(self, error_code: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[IndexEntry, _Mapping]]] = ..., high_watermark: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., leader_epoch: _Optional[int] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
-    __slots__ = ("stream_ids",)
+    __slots__ = ("stream_ids", "from_node")
     STREAM_IDS_FIELD_NUMBER: _ClassVar[int]
+    FROM_NODE_FIELD_NUMBER: _ClassVar[int]
     stream_ids: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, stream_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+    from_node: int
+    def __init__(self, stream_ids: _Optional[_Iterable[int]] = ..., from_node: _Optional[int] = ...) -> None: ...
 
 class WatchEvent(_message.Message):
     __slots__ = ("stream_id", "high_watermark")
