@@ -121,25 +121,28 @@ def bench_zonegate(args: argparse.Namespace) -> dict[str, float]:
 
             admin = AdminClient({"bootstrap.servers": node.bootstrap})
             admin.create_topics([NewTopic("bench", args.partitions, 1)])["bench"].result(30)
-            conf = {"bootstrap.servers": node.bootstrap}
-            result = run_producer(conf, "bench", args.records, args.partitions)
-            lat = run_producer(
-                conf, "bench", args.latency_records, args.partitions, args.latency_rate
-            )
-            return {**result, "p50_ms": lat["p50_ms"], "p99_ms": lat["p99_ms"]}
+            return both_phases({"bootstrap.servers": node.bootstrap}, args)
         finally:
             node.stop()
             if moto is not None:
                 moto.stop()
 
 
-def bench_mock(args: argparse.Namespace) -> dict[str, float]:
-    return run_producer(
-        {"test.mock.num.brokers": 3, "bootstrap.servers": ""},
+def both_phases(conf: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
+    """Throughput at full speed, then latency at the fixed rate, on one broker."""
+    result = run_producer(conf, "bench", args.records, args.partitions)
+    lat = run_producer(
+        {**conf, "linger.ms": args.latency_linger_ms},
         "bench",
-        args.records,
+        args.latency_records,
         args.partitions,
+        args.latency_rate,
     )
+    return {**result, "p50_ms": lat["p50_ms"], "p99_ms": lat["p99_ms"]}
+
+
+def bench_mock(args: argparse.Namespace) -> dict[str, float]:
+    return both_phases({"test.mock.num.brokers": 3, "bootstrap.servers": ""}, args)
 
 
 def main() -> None:
@@ -156,13 +159,20 @@ def main() -> None:
         help="records/s offered in the latency phase (default 20000 = 20 MB/s)",
     )
     parser.add_argument("--latency-records", type=int, default=100_000)
+    parser.add_argument(
+        "--latency-linger-ms",
+        type=float,
+        default=5,
+        help="the client's linger.ms in the latency phase (default 5, as in the throughput phase)",
+    )
     args = parser.parse_args()
     z = bench_zonegate(args)
     m = bench_mock(args)
     for name, r in (("zonegate", z), ("mock", m)):
         print(
             f"{name:9s} {r['mb_s']:8.1f} MB/s ({args.records} x {RECORD_BYTES} B in "
-            f"{r['seconds']:.1f} s, store={args.store});  at {args.latency_rate:.0f} records/s: "
+            f"{r['seconds']:.1f} s, store={args.store});  at {args.latency_rate:.0f} records/s, "
+            f"linger.ms={args.latency_linger_ms:g}: "
             f"p50 {r['p50_ms']:6.1f} ms  p99 {r['p99_ms']:6.1f} ms"
         )
     print(
