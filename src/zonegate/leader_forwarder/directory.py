@@ -57,17 +57,14 @@ class LeaderDirectory:
         self._runner: asyncio.Task[None] | None = None
         self.append_rpcs = 0
 
-    def leader_node(self, stream_id: int) -> int:
-        p = self._partition_of(stream_id)
-        return p.leader_node if p is not None else -1
-
-    def _leader(self, stream_id: int) -> tuple[Leader | None, int]:
+    def _leader(self, stream_id: int) -> tuple[Leader | None, int, int]:
+        """(leader to call, its epoch, its node id) of the stream, from the catalog."""
         p = self._partition_of(stream_id)
         if p is None:
-            return None, -1
+            return None, -1, -1
         if p.leader_node == self._me:
-            return self._local, p.leader_epoch
-        return self._remote_for(p.leader_node), p.leader_epoch
+            return self._local, p.leader_epoch, p.leader_node
+        return self._remote_for(p.leader_node), p.leader_epoch, p.leader_node
 
     # -- appends ------------------------------------------------------------
     async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]:
@@ -104,11 +101,10 @@ class LeaderDirectory:
             groups: dict[int, list[int]] = defaultdict(list)
             targets: dict[int, Leader] = {}
             for i in pending:
-                leader, epoch = self._leader(flat[i].stream_id)
+                leader, epoch, node = self._leader(flat[i].stream_id)
                 if leader is None:
                     results[i] = AppendResult(ErrorCode.not_leader_or_follower)
                     continue
-                node = self.leader_node(flat[i].stream_id)
                 flat[i] = dataclasses.replace(flat[i], leader_epoch=epoch)
                 groups[node].append(i)
                 targets[node] = leader
@@ -148,7 +144,7 @@ class LeaderDirectory:
         deadline = time.monotonic() + self._retry_for
         delay = 0.05
         while True:
-            leader, _ = self._leader(stream_id)
+            leader, _, _ = self._leader(stream_id)
             if leader is None:
                 raise LeaderUnavailable(f"no leader known for stream {stream_id}")
             try:

@@ -211,10 +211,10 @@ class LeaderService:
             t = tentative[b.stream_id] = _Tentative(next_offset=p.high_watermark)
         last_seq = -1
         prior: tuple[ProducerBatch, ...] = ()
+        batch_last = (b.base_sequence + b.record_count - 1) % _SEQ_MOD
         if b.producer_id >= 0:
             entry = t.producers.get(b.producer_id) or p.producers.get(b.producer_id)
             if entry is not None:
-                batch_last = (b.base_sequence + b.record_count - 1) % _SEQ_MOD
                 if b.producer_epoch < entry.epoch:
                     return AppendResult(ErrorCode.invalid_producer_epoch)
                 if b.producer_epoch == entry.epoch:
@@ -236,9 +236,7 @@ class LeaderService:
         )
         if b.producer_id >= 0:
             kept = prior[-(_PRODUCER_BATCHES_KEPT - 1) :] + (
-                ProducerBatch(
-                    b.base_sequence, (b.base_sequence + b.record_count - 1) % _SEQ_MOD, base, last
-                ),
+                ProducerBatch(b.base_sequence, batch_last, base, last),
             )
             t.producers[b.producer_id] = ProducerEntry(b.producer_id, b.producer_epoch, kept)
         return AppendResult(ErrorCode.none, base, p.log_start_offset)
