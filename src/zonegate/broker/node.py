@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 
 import grpc
@@ -69,6 +70,8 @@ class Node:
         self.controller = Controller(self.meta, self.membership, interval_s=config.heartbeat_s)
         self.view = ClusterView(self.membership.live_nodes, zone_routing=config.zone_routing)
         self.zones = ZoneResolver.from_map(config.zone, dict(config.zone_cidrs))
+        # Every request asks; the answer depends only on (client id, address).
+        self.client_zone = functools.lru_cache(maxsize=4096)(self.zones.resolve)
         self._remotes: dict[int, RemoteLeader] = {}
         self.leader = LeaderDirectory(
             config.node_id,

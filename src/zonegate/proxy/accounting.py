@@ -26,7 +26,7 @@ def _topics(api_key: int, body: Any) -> list[str]:
 
 def account_request(ctx: RequestContext, body: Any, response_bytes: int) -> None:
     node = ctx.node
-    client_zone = node.zones.resolve(ctx.client_id, ctx.client.host)
+    client_zone = node.client_zone(ctx.client_id, ctx.client.host)
     kind = _KIND.get(ctx.api_key, OTHER)
     topics = _topics(ctx.api_key, body) or [""]
     n = len(topics)

@@ -28,7 +28,7 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 def client_zone(ctx: RequestContext) -> str:
-    return ctx.node.zones.resolve(ctx.client_id, ctx.client.host)
+    return ctx.node.client_zone(ctx.client_id, ctx.client.host)
 
 
 def broker_list(ctx: RequestContext, broker_cls: type[Any]) -> tuple[Any, ...]:
