@@ -36,6 +36,10 @@ class NodeConfig:
     zone_cidrs: tuple[tuple[str, str], ...] = ()  # (CIDR, zone)
     usage_interval_s: float = 60.0
     drain_timeout_s: float = 10.0
+    # Classic consumer groups, Kafka's broker settings and defaults.
+    group_min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
+    group_max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
+    group_initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
 
     @property
     def store_url(self) -> str:

@@ -26,6 +26,8 @@ from zonegate.broker.membership import Membership
 from zonegate.broker.metrics import node_registry
 from zonegate.broker.placement import place
 from zonegate.broker.usage import UsageWriter
+from zonegate.coordinator.classic import GroupConfig
+from zonegate.coordinator.service import GroupCoordinator
 from zonegate.leader_forwarder.api import Leader
 from zonegate.leader_forwarder.directory import LeaderDirectory
 from zonegate.leader_forwarder.grpc_client import RemoteLeader
@@ -35,6 +37,7 @@ from zonegate.metastore.api import MetaStore, open_metastore
 from zonegate.metastore.models import NodeRecord, PartitionInfo
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.server import KafkaServer, ListenerConfig
+from zonegate.router.rendezvous import choose_node
 from zonegate.router.view import ClusterView
 from zonegate.router.zones import ZoneResolver
 from zonegate.storage.log_cache import LogCache
@@ -66,6 +69,15 @@ class Node:
         )
         self.membership = Membership(
             self.meta, me, lease_ms=config.lease_ms, interval_s=config.heartbeat_s
+        )
+        self.coordinator = GroupCoordinator(
+            self.meta,
+            GroupConfig(
+                min_session_timeout_ms=config.group_min_session_timeout_ms,
+                max_session_timeout_ms=config.group_max_session_timeout_ms,
+                initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+            ),
+            self.catalog.get,
         )
         self.controller = Controller(self.meta, self.membership, interval_s=config.heartbeat_s)
         self.view = ClusterView(self.membership.live_nodes, zone_routing=config.zone_routing)
@@ -138,6 +150,24 @@ class Node:
             self._remotes[node_id] = remote
         return remote
 
+    # -- group coordination ---------------------------------------------------
+    def group_owner(self, group_id: str) -> int:
+        """The node that coordinates `group_id`: rendezvous hashing over all live nodes."""
+        ids = [n.node_id for n in self.membership.live_nodes()] or [self.config.node_id]
+        return choose_node(group_id, -1, ids)
+
+    def group_coordinator_for(self, group_id: str, zone: str) -> NodeRecord | None:
+        """What FindCoordinator tells a client of `zone`: a node of its own zone when routing
+        is on (it forwards to the owner), else the owner itself."""
+        nodes = self.view.brokers_for(zone) if self.view.zone_routing else []
+        if nodes:
+            chosen = choose_node(group_id, -1, [n.node_id for n in nodes])
+        else:
+            chosen = self.group_owner(group_id)
+        if chosen == self.config.node_id:
+            return self.membership.me
+        return self.membership.node(chosen)
+
     def _on_rpc_served(self, from_node: int, bytes_in: int, bytes_out: int) -> None:
         zone = self.view.zone_of(from_node) if from_node >= 0 else ""
         self.accounting.add(
@@ -198,6 +228,7 @@ class Node:
         )
         await self.membership.start()
         await self.controller.start()
+        await self.coordinator.start()
         await self.usage.start()
         if self.config.http_port is not None:
             self.http = HttpEndpoint(
@@ -227,6 +258,7 @@ class Node:
             t.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await t
+        await self.coordinator.stop()
         await self.controller.stop()
         await self.membership.stop()
         await self.usage.stop()

@@ -54,6 +54,25 @@ def _add_node_args(p: argparse.ArgumentParser) -> None:
         "--metastore", default=None, help="sqlite:///path (default sqlite:///DATA_DIR/meta.db)"
     )
     p.add_argument("--node-id", type=int, default=1)
+    p.add_argument(
+        "--group-min-session-timeout-ms",
+        type=int,
+        default=6000,
+        help="group.min.session.timeout.ms (default 6000)",
+    )
+    p.add_argument(
+        "--group-max-session-timeout-ms",
+        type=int,
+        default=1_800_000,
+        help="group.max.session.timeout.ms (default 1800000)",
+    )
+    p.add_argument(
+        "--group-initial-rebalance-delay-ms",
+        type=int,
+        default=3000,
+        help="group.initial.rebalance.delay.ms: how long a new group waits for more members "
+        "before its first rebalance (default 3000)",
+    )
     p.add_argument("--zone", default="zone-a")
     p.add_argument("--cluster-id", default="zonegate")
     p.add_argument("--wal-seal-bytes", type=int, default=8 * 1024 * 1024)
@@ -174,6 +193,9 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         auto_create_topics=args.auto_create_topics == "true",
         default_partitions=args.num_partitions,
         max_request_bytes=args.max_request_bytes,
+        group_min_session_timeout_ms=args.group_min_session_timeout_ms,
+        group_max_session_timeout_ms=args.group_max_session_timeout_ms,
+        group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
     )
 
 

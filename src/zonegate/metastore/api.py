@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from zonegate.metastore.models import (
+    CommittedOffset,
+    GroupRecord,
     IndexEntry,
     NodeRecord,
     PartitionCommit,
@@ -63,6 +65,27 @@ class MetaStore(Protocol):
     async def move_partitions(self, moves: Sequence[tuple[int, int]]) -> None:
         """Sets each (stream id, new leader node), bumping the partition's leader epoch."""
         ...
+
+    # -- consumer groups and committed offsets ------------------------------
+    async def load_group(self, group_id: str) -> GroupRecord | None: ...
+
+    async def save_group(self, group: GroupRecord) -> None: ...
+
+    async def delete_group(self, group_id: str) -> None:
+        """Drops the group's state and every offset it committed."""
+        ...
+
+    async def list_groups(self) -> list[GroupRecord]:
+        """Every group with state or committed offsets (offsets only: classic, empty state)."""
+        ...
+
+    async def commit_offsets(self, group_id: str, offsets: Sequence[CommittedOffset]) -> None: ...
+
+    async def fetch_offsets(self, group_id: str) -> list[CommittedOffset]: ...
+
+    async def delete_offsets(
+        self, group_id: str, partitions: Sequence[tuple[str, int]]
+    ) -> None: ...
 
     async def close(self) -> None: ...
 

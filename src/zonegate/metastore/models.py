@@ -107,3 +107,22 @@ class LeaderEpochFenced(MetaStoreError):
             f"stream {stream_id}: commit fenced, leader epoch {expected} is not current ({actual})"
         )
         self.stream_id = stream_id
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRecord:
+    """A consumer group's durable state: its type and the coordinator's JSON snapshot."""
+
+    group_id: str
+    group_type: str  # "classic" or "consumer" (KIP-848)
+    state: str  # JSON written by the coordinator; opaque to the store
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_ms: int

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+from zonegate.metastore.groups_sqlite import GroupTables
 from zonegate.metastore.models import (
     IndexEntry,
     MetaStoreError,
@@ -88,6 +89,21 @@ CREATE TABLE IF NOT EXISTS leases (
     holder INTEGER NOT NULL,
     expires_ms INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS groups (
+    group_id TEXT PRIMARY KEY,
+    group_type TEXT NOT NULL,
+    state TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS group_offsets (
+    group_id TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    partition INTEGER NOT NULL,
+    committed_offset INTEGER NOT NULL,
+    leader_epoch INTEGER NOT NULL,
+    metadata TEXT NOT NULL,
+    commit_ms INTEGER NOT NULL,
+    PRIMARY KEY (group_id, topic, partition)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS counters (
     name TEXT PRIMARY KEY,
     value INTEGER NOT NULL
@@ -95,7 +111,7 @@ CREATE TABLE IF NOT EXISTS counters (
 """
 
 
-class SqliteMetaStore:
+class SqliteMetaStore(GroupTables):
     def __init__(self, path: str) -> None:
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,369 @@
+"""The group coordinator: the groups this node coordinates, their timers and persistence.
+
+Groups live in memory while this node coordinates them and in the metadata
+store always: every change worth keeping (a new generation, an assignment, a
+member gone) is saved before the answer that reveals it, and every committed
+offset is saved before the commit is acknowledged. A coordinator that starts,
+restarts or takes a group over loads it from the store on first use.
+
+Group types: "classic" (JoinGroup/SyncGroup, `classic.py`) and "consumer"
+(KIP-848 ConsumerGroupHeartbeat, `consumer_group.py`). A group id has one type
+for its life; asking for the other type answers as Kafka does
+(INCONSISTENT_GROUP_PROTOCOL for JoinGroup, GROUP_ID_NOT_FOUND for
+ConsumerGroupHeartbeat on a non-empty classic group).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from kio.schema.errors import ErrorCode
+
+from zonegate.coordinator.classic import (
+    ClassicGroup,
+    GroupConfig,
+    GroupState,
+    JoinResult,
+    SyncResult,
+)
+from zonegate.metastore.api import MetaStore
+from zonegate.metastore.models import CommittedOffset, GroupRecord, TopicInfo
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes default
+
+
+def now_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+class Group(Protocol):
+    """What the coordinator needs of a group of either type."""
+
+    group_id: str
+    group_type: str
+    version: int
+
+    @property
+    def state_name(self) -> str: ...
+
+    def is_empty(self) -> bool: ...
+
+    def subscribed_topics(self) -> set[str] | None: ...
+
+    def tick(self, now: float) -> None: ...
+
+    def next_deadline(self) -> float | None: ...
+
+    def shutdown(self) -> None: ...
+
+    def snapshot(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetToCommit:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    group_id: str
+    group_type: str
+    protocol_type: str
+    state: str
+
+
+TopicLookup = Callable[[str], TopicInfo | None]
+GroupLoader = Callable[[str, GroupConfig, str, float], Group]
+
+
+class GroupCoordinator:
+    def __init__(self, meta: MetaStore, config: GroupConfig, topics: TopicLookup) -> None:
+        self.meta = meta
+        self.config = config
+        self.topics = topics
+        self.groups: dict[str, Group] = {}
+        self._saved: dict[str, int] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._loaders: dict[str, GroupLoader] = {"classic": ClassicGroup.restore}
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def register_type(self, group_type: str, loader: GroupLoader) -> None:
+        self._loaders[group_type] = loader
+
+    # -- lifecycle ----------------------------------------------------------
+    async def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._timer())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for group in self.groups.values():
+            group.shutdown()
+        await self._save_all()
+
+    def forget(self, keep: Callable[[str], bool]) -> None:
+        """Drops the groups this node no longer coordinates (another node loads them)."""
+        for gid in [g for g in self.groups if not keep(g)]:
+            self.groups.pop(gid).shutdown()
+            self._saved.pop(gid, None)
+
+    # -- loading and saving ---------------------------------------------------
+    def _lock(self, group_id: str) -> asyncio.Lock:
+        lock = self._locks.get(group_id)
+        if lock is None:
+            lock = self._locks[group_id] = asyncio.Lock()
+        return lock
+
+    async def get(self, group_id: str) -> Group | None:
+        group = self.groups.get(group_id)
+        if group is not None:
+            return group
+        async with self._lock(group_id):
+            group = self.groups.get(group_id)
+            if group is None:
+                record = await self.meta.load_group(group_id)
+                if record is None:
+                    return None
+                loader = self._loaders.get(record.group_type)
+                if loader is None:
+                    raise RuntimeError(f"group {group_id!r} has unknown type {record.group_type!r}")
+                group = loader(group_id, self.config, record.state, now_ms())
+                self.groups[group_id] = group
+                self._saved[group_id] = group.version
+        return group
+
+    def adopt(self, group: Group) -> None:
+        """A new group (not yet in the store; the next `save` writes it)."""
+        self.groups[group.group_id] = group
+        self._saved[group.group_id] = -1
+        self._wake.set()
+
+    async def save(self, group: Group) -> None:
+        """Writes the group's state if it changed since the last write."""
+        self._wake.set()
+        async with self._lock(group.group_id):
+            if self.groups.get(group.group_id) is not group:
+                return  # deleted or moved meanwhile
+            version = group.version
+            if self._saved.get(group.group_id) == version:
+                return
+            record = GroupRecord(group.group_id, group.group_type, group.snapshot())
+            await self.meta.save_group(record)
+            self._saved[group.group_id] = version
+
+    async def _save_all(self) -> None:
+        for group in list(self.groups.values()):
+            try:
+                await self.save(group)
+            except Exception:
+                log.exception("saving group %s failed", group.group_id)
+
+    async def _timer(self) -> None:
+        while True:
+            deadlines = [d for g in self.groups.values() if (d := g.next_deadline()) is not None]
+            wait = (min(deadlines) - now_ms()) / 1000.0 if deadlines else 1.0
+            self._wake.clear()
+            if wait > 0:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=min(wait + 0.005, 1.0))
+            now = now_ms()
+            for group in list(self.groups.values()):
+                group.tick(now)
+            await self._save_all()
+
+    async def _answer(self, group: Group, result: T | asyncio.Future[T]) -> T:
+        """Saves what the call changed, then waits (if it must) for the answer."""
+        await self.save(group)
+        if isinstance(result, asyncio.Future):
+            answer: T = await asyncio.shield(result)
+            await self.save(group)  # the transition that answered (e.g. a new assignment)
+            return answer
+        return result
+
+    # -- classic protocol ---------------------------------------------------
+    async def classic_group(self, group_id: str, create: bool) -> ClassicGroup | ErrorCode:
+        group = await self.get(group_id)
+        if group is None:
+            if not create:
+                return ErrorCode.unknown_member_id
+            group = ClassicGroup(group_id, self.config)
+            self.adopt(group)
+        if not isinstance(group, ClassicGroup):
+            return ErrorCode.inconsistent_group_protocol
+        return group
+
+    async def join(self, group_id: str, **kwargs: Any) -> JoinResult:
+        group = await self.classic_group(group_id, create=True)
+        if isinstance(group, ErrorCode):
+            return JoinResult(group, kwargs.get("member_id", ""))
+        return await self._answer(group, group.join(now=now_ms(), **kwargs))
+
+    async def sync(self, group_id: str, **kwargs: Any) -> SyncResult:
+        group = await self.classic_group(group_id, create=False)
+        if isinstance(group, ErrorCode):
+            return SyncResult(group)
+        return await self._answer(group, group.sync(now=now_ms(), **kwargs))
+
+    async def heartbeat(
+        self, group_id: str, member_id: str, instance_id: str | None, generation: int
+    ) -> ErrorCode:
+        group = await self.classic_group(group_id, create=False)
+        if isinstance(group, ErrorCode):
+            return group
+        error = group.heartbeat(
+            member_id=member_id, instance_id=instance_id, generation=generation, now=now_ms()
+        )
+        return await self._answer(group, error)
+
+    async def leave(
+        self, group_id: str, members: Sequence[tuple[str, str | None]]
+    ) -> tuple[ErrorCode, list[ErrorCode]]:
+        group = await self.classic_group(group_id, create=False)
+        if isinstance(group, ErrorCode):
+            return group, [group] * len(members)
+        now = now_ms()
+        errors = [group.leave(member_id, instance_id, now) for member_id, instance_id in members]
+        await self.save(group)
+        return ErrorCode.none, errors
+
+    # -- offsets --------------------------------------------------------------
+    def _partition_error(self, topic: str, partition: int) -> ErrorCode:
+        info = self.topics(topic)
+        if info is None or not 0 <= partition < len(info.partitions):
+            return ErrorCode.unknown_topic_or_partition
+        return ErrorCode.none
+
+    async def commit_offsets(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        instance_id: str | None,
+        offsets: Sequence[OffsetToCommit],
+    ) -> list[ErrorCode]:
+        """One error code per offset, in order; the good ones are durable when this returns."""
+        group = await self.get(group_id)
+        simple = generation < 0 and not member_id and instance_id is None
+        if group is None:
+            if not simple:
+                return [ErrorCode.illegal_generation] * len(offsets)
+            group = ClassicGroup(group_id, self.config)
+            self.adopt(group)
+            await self.save(group)
+        check = getattr(group, "validate_commit", None)
+        error = check(member_id, instance_id, generation) if check is not None else ErrorCode.none
+        if error is not ErrorCode.none:
+            return [error] * len(offsets)
+        errors: list[ErrorCode] = []
+        good: list[CommittedOffset] = []
+        stamp = int(time.time() * 1000)
+        for o in offsets:
+            e = self._partition_error(o.topic, o.partition)
+            if e is ErrorCode.none and len((o.metadata or "").encode()) > OFFSET_METADATA_MAX_BYTES:
+                e = ErrorCode.offset_metadata_too_large
+            errors.append(e)
+            if e is ErrorCode.none:
+                good.append(
+                    CommittedOffset(
+                        o.topic, o.partition, o.offset, o.leader_epoch, o.metadata or "", stamp
+                    )
+                )
+        if good:
+            await self.meta.commit_offsets(group_id, good)
+        return errors
+
+    async def fetch_offsets(
+        self,
+        group_id: str,
+        partitions: Sequence[tuple[str, int]] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
+    ) -> tuple[ErrorCode, list[CommittedOffset]]:
+        """Committed offsets of `partitions` (all when None); -1 where none was committed."""
+        group = await self.get(group_id)
+        if group is not None and member_id is not None:
+            check = getattr(group, "validate_fetch", None)
+            if check is not None:
+                error: ErrorCode = check(member_id, member_epoch)
+                if error is not ErrorCode.none:
+                    return error, []
+        committed = await self.meta.fetch_offsets(group_id)
+        if partitions is None:
+            return ErrorCode.none, committed
+        by_key = {(c.topic, c.partition): c for c in committed}
+        return ErrorCode.none, [
+            by_key.get((t, p)) or CommittedOffset(t, p, -1, -1, "", -1) for t, p in partitions
+        ]
+
+    async def delete_offsets(
+        self, group_id: str, partitions: Sequence[tuple[str, int]]
+    ) -> tuple[ErrorCode, list[ErrorCode]]:
+        group = await self.get(group_id)
+        if group is None:
+            if not await self.meta.fetch_offsets(group_id):
+                return ErrorCode.group_id_not_found, []
+        subscribed: set[str] | None = set()
+        if group is not None and not group.is_empty():
+            subscribed = group.subscribed_topics()
+            if subscribed is None:
+                return ErrorCode.non_empty_group, []
+        errors = []
+        doomed = []
+        for t, p in partitions:
+            e = self._partition_error(t, p)
+            if e is ErrorCode.none and subscribed is not None and t in subscribed:
+                e = ErrorCode.group_subscribed_to_topic
+            errors.append(e)
+            if e is ErrorCode.none:
+                doomed.append((t, p))
+        if doomed:
+            await self.meta.delete_offsets(group_id, doomed)
+        return ErrorCode.none, errors
+
+    # -- admin ------------------------------------------------------------------
+    async def list_groups(self) -> list[GroupSummary]:
+        summaries = []
+        for record in await self.meta.list_groups():
+            group = self.groups.get(record.group_id) or await self.get(record.group_id)
+            if group is None:  # offsets only
+                summaries.append(GroupSummary(record.group_id, "classic", "", "Empty"))
+                continue
+            protocol_type = getattr(group, "protocol_type", None) or (
+                "consumer" if group.group_type == "consumer" else ""
+            )
+            summaries.append(
+                GroupSummary(group.group_id, group.group_type, protocol_type, group.state_name)
+            )
+        return summaries
+
+    async def delete_group(self, group_id: str) -> ErrorCode:
+        group = await self.get(group_id)
+        if group is None:
+            if not await self.meta.fetch_offsets(group_id):
+                return ErrorCode.group_id_not_found
+        elif not group.is_empty():
+            return ErrorCode.non_empty_group
+        async with self._lock(group_id):
+            removed = self.groups.pop(group_id, None)
+            if isinstance(removed, ClassicGroup):
+                removed.state = GroupState.DEAD
+            self._saved.pop(group_id, None)
+            await self.meta.delete_group(group_id)
+        return ErrorCode.none

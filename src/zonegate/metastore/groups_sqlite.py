@@ -1,0 +1,96 @@
+"""Consumer groups and committed offsets in the SQLite store (tables in sqlite.py's schema).
+
+A mixin over SqliteMetaStore's plumbing (`_run` runs a function in one
+transaction on the store's worker thread), kept apart so the group tables have
+one module of their own.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from zonegate.metastore.models import CommittedOffset, GroupRecord
+
+T = TypeVar("T")
+
+
+class GroupTables:
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        raise NotImplementedError
+
+    async def load_group(self, group_id: str) -> GroupRecord | None:
+        def fn(db: sqlite3.Connection) -> GroupRecord | None:
+            row = db.execute(
+                "SELECT group_id, group_type, state FROM groups WHERE group_id = ?", (group_id,)
+            ).fetchone()
+            return GroupRecord(*row) if row else None
+
+        return await self._run(fn)
+
+    async def save_group(self, group: GroupRecord) -> None:
+        await self._run(
+            lambda db: db.execute(
+                "INSERT INTO groups (group_id, group_type, state) VALUES (?, ?, ?) "
+                "ON CONFLICT(group_id) DO UPDATE SET group_type = excluded.group_type, "
+                "state = excluded.state",
+                (group.group_id, group.group_type, group.state),
+            )
+        )
+
+    async def delete_group(self, group_id: str) -> None:
+        def fn(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM groups WHERE group_id = ?", (group_id,))
+            db.execute("DELETE FROM group_offsets WHERE group_id = ?", (group_id,))
+
+        await self._run(fn)
+
+    async def list_groups(self) -> list[GroupRecord]:
+        return await self._run(
+            lambda db: [
+                GroupRecord(*row)
+                for row in db.execute(
+                    "SELECT group_id, group_type, state FROM groups "
+                    "UNION SELECT DISTINCT group_id, 'classic', '' FROM group_offsets "
+                    "WHERE group_id NOT IN (SELECT group_id FROM groups) ORDER BY 1"
+                )
+            ]
+        )
+
+    async def commit_offsets(self, group_id: str, offsets: Sequence[CommittedOffset]) -> None:
+        await self._run(
+            lambda db: db.executemany(
+                "INSERT INTO group_offsets (group_id, topic, partition, committed_offset, "
+                "leader_epoch, metadata, commit_ms) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(group_id, topic, partition) DO UPDATE SET "
+                "committed_offset = excluded.committed_offset, "
+                "leader_epoch = excluded.leader_epoch, metadata = excluded.metadata, "
+                "commit_ms = excluded.commit_ms",
+                [(group_id, *_row(o)) for o in offsets],
+            )
+        )
+
+    async def fetch_offsets(self, group_id: str) -> list[CommittedOffset]:
+        return await self._run(
+            lambda db: [
+                CommittedOffset(*row)
+                for row in db.execute(
+                    "SELECT topic, partition, committed_offset, leader_epoch, metadata, commit_ms "
+                    "FROM group_offsets WHERE group_id = ? ORDER BY topic, partition",
+                    (group_id,),
+                )
+            ]
+        )
+
+    async def delete_offsets(self, group_id: str, partitions: Sequence[tuple[str, int]]) -> None:
+        await self._run(
+            lambda db: db.executemany(
+                "DELETE FROM group_offsets WHERE group_id = ? AND topic = ? AND partition = ?",
+                [(group_id, t, p) for t, p in partitions],
+            )
+        )
+
+
+def _row(o: CommittedOffset) -> tuple[str, int, int, int, str, int]:
+    return (o.topic, o.partition, o.offset, o.leader_epoch, o.metadata, o.commit_ms)

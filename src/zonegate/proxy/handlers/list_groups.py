@@ -1,0 +1,50 @@
+"""ListGroups (key 16), v0-5: the groups this node answers for, filtered by state (v4+)
+and type (v5+)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from zonegate.proxy.context import RequestContext
+from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.registry import REGISTRY
+from zonegate.proxy.schema import make
+
+API_KEY = 16
+
+
+@REGISTRY.register(API_KEY, 0, 5)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    states = {s.lower() for s in getattr(request, "states_filter", ())}
+    types = {t.lower() for t in getattr(request, "types_filter", ())}
+    zone = ctx.node.client_zone(ctx.client_id, ctx.client.host)
+    me = ctx.node.config.node_id
+    item = cls(ctx, "ListedGroup")
+    groups = []
+    for g in await ctx.node.coordinator.list_groups():
+        # Each group is listed by the node FindCoordinator names for it, as Kafka lists
+        # each group on its coordinator only (admin clients ask every broker).
+        found = ctx.node.group_coordinator_for(g.group_id, zone)
+        if found is not None and found.node_id != me:
+            continue
+        if states and g.state.lower() not in states:
+            continue
+        if types and g.group_type.lower() not in types:
+            continue
+        groups.append(
+            make(
+                item,
+                group_id=g.group_id,
+                protocol_type=g.protocol_type,
+                group_state=g.state,
+                group_type=g.group_type.capitalize(),
+            )
+        )
+    return make(
+        cls(ctx, "ListGroupsResponse"),
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        groups=tuple(groups),
+    )

@@ -1,0 +1,67 @@
+"""OffsetCommit (key 8), v2-9: a group's committed offsets, durable before the answer.
+
+Members commit in their generation (classic) or member epoch (KIP-848); a
+commit with generation -1 and no member id is a "simple" commit, allowed to a
+group without members (kcat, standalone consumers, admin tools). Unknown
+topics or partitions and metadata over 4096 bytes fail per partition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from zonegate.coordinator.service import OffsetToCommit
+from zonegate.proxy.context import RequestContext
+from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.handlers.groups_common import group_id_error
+from zonegate.proxy.registry import REGISTRY
+from zonegate.proxy.schema import make
+
+API_KEY = 8
+
+
+@REGISTRY.register(API_KEY, 2, 9)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    offsets = [
+        OffsetToCommit(
+            t.name,
+            p.partition_index,
+            p.committed_offset,
+            getattr(p, "committed_leader_epoch", -1),
+            p.committed_metadata,
+        )
+        for t in request.topics
+        for p in t.partitions
+    ]
+    error = group_id_error(request.group_id)
+    errors: list[ErrorCode]
+    if error is not ErrorCode.none:
+        errors = [error] * len(offsets)
+    else:
+        errors = await ctx.node.coordinator.commit_offsets(
+            request.group_id,
+            request.generation_id_or_member_epoch,
+            request.member_id,
+            getattr(request, "group_instance_id", None),
+            offsets,
+        )
+    it = iter(errors)
+    topic_cls = cls(ctx, "OffsetCommitResponseTopic")
+    part_cls = cls(ctx, "OffsetCommitResponsePartition")
+    return make(
+        cls(ctx, "OffsetCommitResponse"),
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            make(
+                topic_cls,
+                name=t.name,
+                partitions=tuple(
+                    make(part_cls, partition_index=p.partition_index, error_code=next(it))
+                    for p in t.partitions
+                ),
+            )
+            for t in request.topics
+        ),
+    )

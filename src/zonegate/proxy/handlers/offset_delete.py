@@ -1,0 +1,46 @@
+"""OffsetDelete (key 47), v0: drops a group's committed offsets of topics it no longer
+consumes (GROUP_SUBSCRIBED_TO_TOPIC for a topic a member still subscribes to)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from zonegate.proxy.context import RequestContext
+from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.registry import REGISTRY
+from zonegate.proxy.schema import make
+
+API_KEY = 47
+
+
+@REGISTRY.register(API_KEY, 0, 0)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    errors: list[ErrorCode] = []
+    if not request.group_id:
+        error = ErrorCode.invalid_group_id
+    else:
+        error, errors = await ctx.node.coordinator.delete_offsets(request.group_id, wanted)
+    topic_cls = cls(ctx, "OffsetDeleteResponseTopic")
+    part_cls = cls(ctx, "OffsetDeleteResponsePartition")
+    it = iter(errors)
+    topics = (
+        tuple(
+            make(
+                topic_cls,
+                name=t.name,
+                partitions=tuple(
+                    make(part_cls, partition_index=p.partition_index, error_code=next(it))
+                    for p in t.partitions
+                ),
+            )
+            for t in request.topics
+        )
+        if error is ErrorCode.none
+        else ()
+    )
+    return make(
+        cls(ctx, "OffsetDeleteResponse"), error_code=error, throttle_time=NO_THROTTLE, topics=topics
+    )

@@ -1,0 +1,92 @@
+"""OffsetFetch (key 9), v1-9: a group's committed offsets (-1 where none).
+
+v1-7 ask for one group, v8+ for several; a null topic list means every
+committed offset of the group. v9 names the asking member and its epoch
+(KIP-848), checked against the group.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from zonegate.metastore.models import CommittedOffset
+from zonegate.proxy.context import RequestContext
+from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.registry import REGISTRY
+from zonegate.proxy.schema import make
+
+API_KEY = 9
+
+
+async def _fetch(
+    ctx: RequestContext, group_id: str, topics: Any, member_id: str | None, member_epoch: int
+) -> tuple[ErrorCode, list[CommittedOffset]]:
+    wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
+    if not group_id:
+        return ErrorCode.invalid_group_id, []
+    return await ctx.node.coordinator.fetch_offsets(group_id, wanted, member_id, member_epoch)
+
+
+def _topics(
+    ctx: RequestContext, offsets: list[CommittedOffset], topic_name: str, part_name: str
+) -> tuple[Any, ...]:
+    topic_cls, part_cls = cls(ctx, topic_name), cls(ctx, part_name)
+    by_topic: dict[str, list[CommittedOffset]] = {}
+    for o in offsets:
+        by_topic.setdefault(o.topic, []).append(o)
+    return tuple(
+        make(
+            topic_cls,
+            name=name,
+            partitions=tuple(
+                make(
+                    part_cls,
+                    partition_index=o.partition,
+                    committed_offset=o.offset,
+                    committed_leader_epoch=o.leader_epoch,
+                    metadata=o.metadata,
+                    error_code=ErrorCode.none,
+                )
+                for o in parts
+            ),
+        )
+        for name, parts in by_topic.items()
+    )
+
+
+@REGISTRY.register(API_KEY, 1, 9)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    answer = cls(ctx, "OffsetFetchResponse")
+    if ctx.api_version < 8:
+        error, offsets = await _fetch(ctx, request.group_id, request.topics, None, -1)
+        return make(
+            answer,
+            throttle_time=NO_THROTTLE,
+            error_code=error,
+            topics=_topics(
+                ctx, offsets, "OffsetFetchResponseTopic", "OffsetFetchResponsePartition"
+            ),
+        )
+    group_cls = cls(ctx, "OffsetFetchResponseGroup")
+    groups = []
+    for g in request.groups:
+        error, offsets = await _fetch(
+            ctx,
+            g.group_id,
+            g.topics,
+            getattr(g, "member_id", None),
+            getattr(g, "member_epoch", -1),
+        )
+        groups.append(
+            make(
+                group_cls,
+                group_id=g.group_id,
+                error_code=error,
+                topics=_topics(
+                    ctx, offsets, "OffsetFetchResponseTopics", "OffsetFetchResponsePartitions"
+                ),
+            )
+        )
+    return make(answer, throttle_time=NO_THROTTLE, groups=tuple(groups))
