@@ -156,6 +156,20 @@ class Node:
         ids = [n.node_id for n in self.membership.live_nodes()] or [self.config.node_id]
         return choose_node(group_id, -1, ids)
 
+    def _owns_group(self, group_id: str) -> bool:
+        return self.group_owner(group_id) == self.config.node_id
+
+    def coordinator_peer(self, node_id: int) -> RemoteLeader | None:
+        remote = self._remote(node_id)
+        return remote if isinstance(remote, RemoteLeader) else None
+
+    async def _serve_forwarded(
+        self, api_key: int, api_version: int, body: bytes, client_id: str, client_host: str
+    ) -> bytes:
+        from zonegate.proxy.forward import serve_forwarded
+
+        return await serve_forwarded(self, api_key, api_version, body, client_id, client_host)
+
     def group_coordinator_for(self, group_id: str, zone: str) -> NodeRecord | None:
         """What FindCoordinator tells a client of `zone`: a node of its own zone when routing
         is on (it forwards to the owner), else the owner itself."""
@@ -206,6 +220,7 @@ class Node:
                 await self.catalog.refresh()
             except Exception:
                 log.exception("catalog refresh failed")
+            self.coordinator.forget(self._owns_group)
 
     # -- lifecycle ----------------------------------------------------------
     async def start(self) -> None:
@@ -216,6 +231,7 @@ class Node:
             self.config.rpc_host or self.config.host,
             self.config.rpc_port,
             self._on_rpc_served,
+            self._serve_forwarded,
         )
         await self.server.start()
         self.membership.me = NodeRecord(

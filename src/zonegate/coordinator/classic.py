@@ -418,6 +418,7 @@ class ClassicGroup:
         if now < self.initial_delay_until_ms:
             # Kafka's initial delay: wait for more first members, up to the rebalance timeout.
             return
+        self.initial_delay_until_ms = 0.0
         everyone = all(m.join_waiter is not None for m in self.members.values())
         if (everyone and not self.pending) or now >= self.rebalance_deadline_ms:
             self._complete_join(now)
@@ -571,9 +572,15 @@ class ClassicGroup:
     def next_deadline(self) -> float | None:
         """The earliest time `tick` could change something (None: nothing pending)."""
         times: list[float] = list(self.pending.values())
-        times += [m.last_seen_ms + m.session_timeout_ms for m in self.members.values()]
+        times += [
+            m.last_seen_ms + m.session_timeout_ms
+            for m in self.members.values()
+            if m.join_waiter is None and m.sync_waiter is None  # waiting members stay alive
+        ]
         if self.state is GroupState.PREPARING_REBALANCE:
-            times += [self.rebalance_deadline_ms, self.initial_delay_until_ms]
+            times.append(self.rebalance_deadline_ms)
+            if self.initial_delay_until_ms:
+                times.append(self.initial_delay_until_ms)
         if self.state is GroupState.COMPLETING_REBALANCE:
             times.append(self.sync_deadline_ms)
         return min(times, default=None)

@@ -180,9 +180,9 @@ class GroupCoordinator:
             deadlines = [d for g in self.groups.values() if (d := g.next_deadline()) is not None]
             wait = (min(deadlines) - now_ms()) / 1000.0 if deadlines else 1.0
             self._wake.clear()
-            if wait > 0:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout=min(wait + 0.005, 1.0))
+            # At least a few ms: a deadline already past must not spin the loop.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=min(max(wait, 0) + 0.005, 1.0))
             now = now_ms()
             for group in list(self.groups.values()):
                 group.tick(now)
@@ -339,12 +339,16 @@ class GroupCoordinator:
 
     # -- admin ------------------------------------------------------------------
     async def list_groups(self) -> list[GroupSummary]:
+        """Every group in the store, as this node knows it (loaded ones from memory; the
+        others from their saved state, without taking them over)."""
         summaries = []
         for record in await self.meta.list_groups():
-            group = self.groups.get(record.group_id) or await self.get(record.group_id)
-            if group is None:  # offsets only
-                summaries.append(GroupSummary(record.group_id, "classic", "", "Empty"))
-                continue
+            group = self.groups.get(record.group_id)
+            if group is None:
+                loader = self._loaders.get(record.group_type)
+                if loader is None:
+                    continue
+                group = loader(record.group_id, self.config, record.state, now_ms())
             protocol_type = getattr(group, "protocol_type", None) or (
                 "consumer" if group.group_type == "consumer" else ""
             )

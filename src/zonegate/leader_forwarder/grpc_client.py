@@ -142,6 +142,36 @@ class RemoteLeader:
         r = await self._read(stream_id=stream_id, mode=pb.MAX_TIMESTAMP)
         return entry_from_pb(r.entries[0]) if r.entries else None
 
+    async def coordinate(
+        self,
+        api_key: int,
+        api_version: int,
+        body: bytes,
+        *,
+        client_id: str,
+        client_host: str,
+        timeout_s: float,
+    ) -> bytes:
+        """Passes a consumer-group request to the group's coordinator; its answer's body.
+
+        One attempt: a JoinGroup may wait a whole rebalance, and a client whose
+        coordinator cannot be reached looks it up again (its connection is closed).
+        """
+        request = pb.CoordinateRequest(
+            from_node=self._from_node,
+            api_key=api_key,
+            api_version=api_version,
+            body=body,
+            client_id=client_id,
+            client_host=client_host,
+        )
+        try:
+            response = await self._stub.Coordinate(request, timeout=timeout_s)
+        except grpc.aio.AioRpcError as exc:
+            raise LeaderUnavailable(f"coordinator {self.target}: {exc.code().name}") from exc
+        self._count(request, response)
+        return bytes(response.body)
+
     async def changed(self, stream_id: int) -> asyncio.Future[None]:
         """Completes at the next high-watermark event the leader streams for the partition."""
         fut = self._watch_futures.get(stream_id)

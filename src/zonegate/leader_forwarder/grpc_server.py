@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -30,9 +30,16 @@ def entry_to_pb(e: IndexEntry) -> Any:
     )
 
 
+# coordinate(api_key, api_version, body, client_id, client_host) -> the response body.
+Coordinate = Callable[[int, int, bytes, str, str], Awaitable[bytes]]
+
+
 class LeaderServicer(pb_grpc.LeaderServicer):
-    def __init__(self, leader: LeaderService, on_bytes: Any = None) -> None:
+    def __init__(
+        self, leader: LeaderService, on_bytes: Any = None, coordinate: Coordinate | None = None
+    ) -> None:
         self._leader = leader
+        self._coordinate = coordinate
         # on_bytes(kind_of_call, peer_node, bytes_in, bytes_out) feeds usage accounting.
         self._on_bytes = on_bytes
 
@@ -95,6 +102,25 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         self._count(request, response, request.from_node)
         return response
 
+    async def Coordinate(self, request: Any, context: Any) -> Any:  # noqa: N802
+        if self._coordinate is None:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "no group coordinator here")
+        assert self._coordinate is not None
+        try:
+            body = await self._coordinate(
+                request.api_key,
+                request.api_version,
+                bytes(request.body),
+                request.client_id,
+                request.client_host,
+            )
+        except Exception as exc:
+            log.warning("forwarded group request (api_key=%d) failed: %s", request.api_key, exc)
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        response = pb.CoordinateResponse(body=body)
+        self._count(request, response, request.from_node)
+        return response
+
     async def Watch(self, request: Any, context: Any) -> AsyncIterator[Any]:  # noqa: N802
         sids = list(request.stream_ids)
         last: dict[int, int] = {}
@@ -116,13 +142,17 @@ class LeaderServicer(pb_grpc.LeaderServicer):
 
 
 async def start_leader_server(
-    leader: LeaderService, host: str, port: int, on_bytes: Any = None
+    leader: LeaderService,
+    host: str,
+    port: int,
+    on_bytes: Any = None,
+    coordinate: Coordinate | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     server = grpc.aio.server(
         options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)],
     )
     pb_grpc.add_LeaderServicer_to_server(  # type: ignore[no-untyped-call]
-        LeaderServicer(leader, on_bytes), server
+        LeaderServicer(leader, on_bytes, coordinate), server
     )
     bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()

@@ -25,3 +25,5 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     request_bytes: int
+    # True when another node passed this request on (a group call for a group we own).
+    forwarded: bool = False

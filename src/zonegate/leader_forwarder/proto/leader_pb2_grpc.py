@@ -49,6 +49,11 @@ class LeaderStub:
                 request_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.WatchRequest.SerializeToString,
                 response_deserializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.WatchEvent.FromString,
                 _registered_method=True)
+        self.Coordinate = channel.unary_unary(
+                '/zonegate.leader.v1.Leader/Coordinate',
+                request_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.CoordinateRequest.SerializeToString,
+                response_deserializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.CoordinateResponse.FromString,
+                _registered_method=True)
 
 
 class LeaderServicer:
@@ -75,6 +80,15 @@ class LeaderServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Coordinate(self, request, context):
+        """A consumer-group request for a group this node coordinates, passed on by the node
+        the client reached (FindCoordinator names a node of the client's own zone). Kafka
+        request and response bodies as they are; group metadata only, never record data.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeaderServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -92,6 +106,11 @@ def add_LeaderServicer_to_server(servicer, server):
                     servicer.Watch,
                     request_deserializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.WatchRequest.FromString,
                     response_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.WatchEvent.SerializeToString,
+            ),
+            'Coordinate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Coordinate,
+                    request_deserializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.CoordinateRequest.FromString,
+                    response_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.CoordinateResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -175,6 +194,33 @@ class Leader:
             '/zonegate.leader.v1.Leader/Watch',
             zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.WatchRequest.SerializeToString,
             zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.WatchEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Coordinate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/zonegate.leader.v1.Leader/Coordinate',
+            zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.CoordinateRequest.SerializeToString,
+            zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.CoordinateResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -7,12 +7,14 @@ here it answers GROUP_ID_NOT_FOUND naming why, as Kafka 4 does.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from zonegate.coordinator.classic import ClassicGroup
 from zonegate.proxy.context import RequestContext
+from zonegate.proxy.forward import on_owner
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
@@ -21,7 +23,11 @@ API_KEY = 15
 _UNKNOWN_OPERATIONS = -2147483648
 
 
-async def _describe(ctx: RequestContext, group_id: str) -> Any:
+async def _describe(ctx: RequestContext, request: Any, group_id: str) -> Any:
+    if group_id and not ctx.forwarded:
+        one = dataclasses.replace(request, groups=(group_id,))
+        if forwarded := await on_owner(ctx, group_id, one):
+            return forwarded.groups[0]
     group_cls = cls(ctx, "DescribedGroup")
     member_cls = cls(ctx, "DescribedGroupMember")
     group = await ctx.node.coordinator.get(group_id) if group_id else None
@@ -76,5 +82,5 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return make(
         cls(ctx, "DescribeGroupsResponse"),
         throttle_time=NO_THROTTLE,
-        groups=tuple([await _describe(ctx, gid) for gid in request.groups]),
+        groups=tuple([await _describe(ctx, request, gid) for gid in request.groups]),
     )

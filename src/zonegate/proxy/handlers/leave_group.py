@@ -7,6 +7,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from zonegate.proxy.context import RequestContext
+from zonegate.proxy.forward import on_owner
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.handlers.groups_common import group_id_error
 from zonegate.proxy.registry import REGISTRY
@@ -17,6 +18,8 @@ API_KEY = 13
 
 @REGISTRY.register(API_KEY, 0, 5)
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if request.group_id and (forwarded := await on_owner(ctx, request.group_id, request)):
+        return forwarded
     if ctx.api_version >= 3:
         members = [(m.member_id, m.group_instance_id) for m in request.members]
     else:

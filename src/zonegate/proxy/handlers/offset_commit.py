@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from zonegate.coordinator.service import OffsetToCommit
 from zonegate.proxy.context import RequestContext
+from zonegate.proxy.forward import on_owner
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.handlers.groups_common import group_id_error
 from zonegate.proxy.registry import REGISTRY
@@ -24,6 +25,8 @@ API_KEY = 8
 
 @REGISTRY.register(API_KEY, 2, 9)
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if request.group_id and (forwarded := await on_owner(ctx, request.group_id, request)):
+        return forwarded
     offsets = [
         OffsetToCommit(
             t.name,

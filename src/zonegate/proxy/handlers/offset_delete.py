@@ -8,6 +8,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from zonegate.proxy.context import RequestContext
+from zonegate.proxy.forward import on_owner
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
@@ -17,6 +18,8 @@ API_KEY = 47
 
 @REGISTRY.register(API_KEY, 0, 0)
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if request.group_id and (forwarded := await on_owner(ctx, request.group_id, request)):
+        return forwarded
     wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     errors: list[ErrorCode] = []
     if not request.group_id:

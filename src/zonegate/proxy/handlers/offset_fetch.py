@@ -7,12 +7,14 @@ committed offset of the group. v9 names the asking member and its epoch
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from zonegate.metastore.models import CommittedOffset
 from zonegate.proxy.context import RequestContext
+from zonegate.proxy.forward import on_owner
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
@@ -60,6 +62,8 @@ def _topics(
 async def handle(ctx: RequestContext, request: Any) -> Any:
     answer = cls(ctx, "OffsetFetchResponse")
     if ctx.api_version < 8:
+        if request.group_id and (forwarded := await on_owner(ctx, request.group_id, request)):
+            return forwarded
         error, offsets = await _fetch(ctx, request.group_id, request.topics, None, -1)
         return make(
             answer,
@@ -72,6 +76,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     group_cls = cls(ctx, "OffsetFetchResponseGroup")
     groups = []
     for g in request.groups:
+        if g.group_id:
+            one = dataclasses.replace(request, groups=(g,))
+            if forwarded := await on_owner(ctx, g.group_id, one):
+                groups.append(forwarded.groups[0])
+                continue
         error, offsets = await _fetch(
             ctx,
             g.group_id,

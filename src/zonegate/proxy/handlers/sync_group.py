@@ -8,6 +8,7 @@ from kio.schema.errors import ErrorCode
 
 from zonegate.coordinator.classic import SyncResult
 from zonegate.proxy.context import RequestContext
+from zonegate.proxy.forward import on_owner
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.handlers.groups_common import group_id_error
 from zonegate.proxy.registry import REGISTRY
@@ -18,6 +19,11 @@ API_KEY = 14
 
 @REGISTRY.register(API_KEY, 0, 5)
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if request.group_id:
+        # A follower's SyncGroup waits for the leader's, at most a rebalance timeout.
+        forwarded = await on_owner(ctx, request.group_id, request, timeout_s=900)
+        if forwarded is not None:
+            return forwarded
     error = group_id_error(request.group_id)
     if error is not ErrorCode.none:
         result = SyncResult(error)

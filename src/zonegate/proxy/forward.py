@@ -1,0 +1,87 @@
+"""Group calls go to the group's coordinator, wherever the client connected.
+
+FindCoordinator names a node of the client's own zone; when that node does
+not coordinate the group itself, it passes the Kafka request body over gRPC
+(`Coordinate`) to the node that does (`node.group_owner`) and hands the answer
+back. Clients keep all their connections inside their zone; only group
+metadata crosses, counted as forwarding RPC bytes.
+
+A node asked to coordinate a group it does not own (two nodes briefly
+disagreeing about live members) refuses rather than keep a second copy of the
+group; the client's connection is then closed and it looks the coordinator up
+again, as Kafka clients do after losing their coordinator.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING, Any
+
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+from zonegate.proxy.codec import _reader, _writer, request_type, response_type
+from zonegate.proxy.context import ClientInfo, RequestContext
+
+if TYPE_CHECKING:
+    from zonegate.broker.node import Node
+
+
+class NotCoordinator(Exception):
+    pass
+
+
+def _encode(entity: RequestPayload | ResponsePayload) -> bytes:
+    buf = io.BytesIO()
+    _writer(type(entity))(buf, entity)
+    return buf.getvalue()
+
+
+async def on_owner(
+    ctx: RequestContext, group_id: str, request: Any, timeout_s: float = 30.0
+) -> Any | None:
+    """The owner's answer when another node coordinates `group_id`; None to answer here."""
+    node = ctx.node
+    owner = node.group_owner(group_id)
+    if owner == node.config.node_id:
+        return None
+    if ctx.forwarded:
+        raise NotCoordinator(f"group {group_id!r}: forwarded here, but node {owner} coordinates it")
+    remote = node.coordinator_peer(owner)
+    if remote is None:
+        raise NotCoordinator(f"group {group_id!r}: coordinator node {owner} is not reachable")
+    body = await remote.coordinate(
+        ctx.api_key,
+        ctx.api_version,
+        _encode(request),
+        client_id=ctx.client_id or "",
+        client_host=ctx.client.host,
+        timeout_s=timeout_s,
+    )
+    answer, _ = _reader(response_type(ctx.api_key, ctx.api_version))(body, 0)
+    return answer
+
+
+async def serve_forwarded(
+    node: Node, api_key: int, api_version: int, body: bytes, client_id: str, client_host: str
+) -> bytes:
+    """Runs a request another node passed on through this node's own handler."""
+    from zonegate.proxy.registry import REGISTRY
+
+    reg = REGISTRY.lookup(api_key)
+    if reg is None or not reg.min_version <= api_version <= reg.max_version:
+        raise NotCoordinator(f"api_key={api_key} v{api_version} is not served")
+    request, _ = _reader(request_type(api_key, api_version))(body, 0)
+    ctx = RequestContext(
+        node=node,
+        client=ClientInfo(client_host, 0, -1),
+        api_key=api_key,
+        api_version=api_version,
+        correlation_id=0,
+        client_id=client_id or None,
+        request_bytes=len(body),
+        forwarded=True,
+    )
+    response = await reg.handler(ctx, request)
+    if response is None:
+        raise NotCoordinator(f"api_key={api_key}: no answer to pass back")
+    return _encode(response)
