@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.group_harness import Members
 from tests.node_harness import RunningNode, start_node
 
 NodeFactory = Callable[..., RunningNode]
@@ -32,3 +33,11 @@ def node_factory(tmp_path: Path) -> Iterator[NodeFactory]:
 @pytest.fixture
 def node(node_factory: NodeFactory) -> RunningNode:
     return node_factory()
+
+
+@pytest.fixture
+def members(tmp_path: Path) -> Iterator[Members]:
+    """Consumer-group members in their own processes (tests/e2e/group_worker.py)."""
+    m = Members(tmp_path)
+    yield m
+    m.close()

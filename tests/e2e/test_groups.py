@@ -8,7 +8,6 @@ coordinator notices when its session times out).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,13 +28,6 @@ NODE_ARGS = ["--group-initial-rebalance-delay-ms", "300"]
 @pytest.fixture
 def gnode(node_factory: NodeFactory) -> RunningNode:
     return node_factory(NODE_ARGS)
-
-
-@pytest.fixture
-def members(tmp_path: Path) -> Iterator[Members]:
-    m = Members(tmp_path)
-    yield m
-    m.close()
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:

@@ -248,14 +248,18 @@ class ClassicGroup:
         member.client_host = client_host
         if self.state is GroupState.PREPARING_REBALANCE:
             member.protocols = protocols
-            return self._await_join(member)
+            waiter = self._await_join(member)
+            self.maybe_complete_join(now)
+            return waiter
         if self.state is GroupState.COMPLETING_REBALANCE and same:
             return self._join_result(member)
         if self.state is GroupState.STABLE and same and member_id != self.leader_id:
             return self._join_result(member)
         member.protocols = protocols
         self._prepare_rebalance(now)
-        return self._await_join(member)
+        waiter = self._await_join(member)
+        self.maybe_complete_join(now)
+        return waiter
 
     def _join_unknown(
         self,
@@ -334,7 +338,9 @@ class ClassicGroup:
         member.protocols = protocols
         if self.state is not GroupState.PREPARING_REBALANCE:
             self._prepare_rebalance(now)
-        return self._await_join(member)
+        waiter = self._await_join(member)
+        self.maybe_complete_join(now)
+        return waiter
 
     def _add_member(
         self,
