@@ -485,3 +485,22 @@ def test_empty_group_after_everyone_left() -> None:
     assert g.is_empty() and g.state_name == "Empty"
     assert g.next_deadline() is None
     assert g.subscribed_topics() == {"t"}  # topics known from the last subscription
+
+
+def test_empty_regex_means_none_as_librdkafka_sends_it() -> None:
+    g, cluster = new_group()
+    cluster.create("orders-eu", 2)
+    a = Client(g, cluster, regex="")
+    assert a.heartbeat().error is ErrorCode.none
+    assert g.members[a.member_id].subscribed_topic_regex is None
+    assert a.parts() == everything(cluster)
+    b = Client(g, cluster, topics=(), regex="")
+    assert b.heartbeat().error is ErrorCode.invalid_request  # neither names nor a regex
+    c = Client(g, cluster, topics=(), regex="orders-.*")
+    c.heartbeat()
+    settle([a, c])
+    assert everything(cluster, "orders-eu") <= c.parts()
+    # Subscribing to names only again: "" clears the regex.
+    c.heartbeat(subscribed_topic_names=("t",), subscribed_topic_regex="", now=5000)
+    settle([a, c], now=5000)
+    assert not everything(cluster, "orders-eu") & (a.parts() | c.parts())

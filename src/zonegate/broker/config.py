@@ -40,6 +40,9 @@ class NodeConfig:
     group_min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
     group_max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
     group_initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
+    # KIP-848 consumer groups (group.protocol=consumer), Kafka's broker settings and defaults.
+    group_consumer_heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
+    group_consumer_session_timeout_ms: int = 45000  # group.consumer.session.timeout.ms
 
     @property
     def store_url(self) -> str:

@@ -73,6 +73,20 @@ def _add_node_args(p: argparse.ArgumentParser) -> None:
         help="group.initial.rebalance.delay.ms: how long a new group waits for more members "
         "before its first rebalance (default 3000)",
     )
+    p.add_argument(
+        "--group-consumer-heartbeat-interval-ms",
+        type=int,
+        default=5000,
+        help="group.consumer.heartbeat.interval.ms: how often KIP-848 consumers heartbeat "
+        "(default 5000)",
+    )
+    p.add_argument(
+        "--group-consumer-session-timeout-ms",
+        type=int,
+        default=45000,
+        help="group.consumer.session.timeout.ms: a KIP-848 consumer silent this long leaves "
+        "the group (default 45000)",
+    )
     p.add_argument("--zone", default="zone-a")
     p.add_argument("--cluster-id", default="zonegate")
     p.add_argument("--wal-seal-bytes", type=int, default=8 * 1024 * 1024)
@@ -196,6 +210,8 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         group_min_session_timeout_ms=args.group_min_session_timeout_ms,
         group_max_session_timeout_ms=args.group_max_session_timeout_ms,
         group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
+        group_consumer_heartbeat_interval_ms=args.group_consumer_heartbeat_interval_ms,
+        group_consumer_session_timeout_ms=args.group_consumer_session_timeout_ms,
     )
 
 

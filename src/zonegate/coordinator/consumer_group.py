@@ -184,7 +184,7 @@ def validate_request(req: HeartbeatRequest) -> HeartbeatResult | None:
             return _fail(bad, "RebalanceTimeoutMs must be provided in first request.")
         if req.owned is None or any(parts for _, parts in req.owned):
             return _fail(bad, "TopicPartitions must be empty when (re-)joining.")
-        if not req.subscribed_topic_names and req.subscribed_topic_regex is None:
+        if not req.subscribed_topic_names and not req.subscribed_topic_regex:
             return _fail(
                 bad, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
             )
@@ -203,9 +203,7 @@ def validate_request(req: HeartbeatRequest) -> HeartbeatResult | None:
             f"ServerAssignor {req.server_assignor} is not supported. "
             f"Supported assignors: {', '.join(sorted(ASSIGNORS))}.",
         )
-    if req.subscribed_topic_regex is not None:
-        if not req.subscribed_topic_regex:
-            return _fail(ErrorCode.invalid_regular_expression, "SubscribedTopicRegex is empty.")
+    if req.subscribed_topic_regex:  # "" says "no regex" (librdkafka sends it so)
         try:
             re.compile(req.subscribed_topic_regex)
         except re.error as e:
@@ -375,7 +373,7 @@ class ConsumerGroup:
                 else member.subscribed_topic_names
             ),
             subscribed_topic_regex=(
-                req.subscribed_topic_regex
+                req.subscribed_topic_regex or None
                 if req.subscribed_topic_regex is not None
                 else member.subscribed_topic_regex
             ),

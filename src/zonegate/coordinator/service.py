@@ -32,6 +32,7 @@ from zonegate.coordinator.classic import (
     JoinResult,
     SyncResult,
 )
+from zonegate.coordinator.consumer_group import ConsumerGroup
 from zonegate.metastore.api import MetaStore
 from zonegate.metastore.models import CommittedOffset, GroupRecord, TopicInfo
 
@@ -99,6 +100,7 @@ class GroupCoordinator:
         self._saved: dict[str, int] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._loaders: dict[str, GroupLoader] = {"classic": ClassicGroup.restore}
+        self._loaders["consumer"] = ConsumerGroup.restore
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 

@@ -2,6 +2,8 @@
 
 from zonegate.proxy.handlers import (  # noqa: F401
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_partitions,
     create_topics,
     delete_groups,

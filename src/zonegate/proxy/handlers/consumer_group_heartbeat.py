@@ -1,0 +1,88 @@
+"""ConsumerGroupHeartbeat (key 68), v0-1: the KIP-848 consumer group protocol.
+
+One call does joining (member epoch 0), heartbeating, reconciling (the member
+reports the partitions it owns; the answer carries its assignment when it
+changed or the request was a full one) and leaving (-1; -2 for a static
+member leaving for a while). The server assigns with `uniform` (default) or
+`range` (`group.remote.assignor`). v1 members name themselves; v0 members
+with no id get one from the coordinator. The heartbeat interval and session
+timeout are the node's `--group-consumer-heartbeat-interval-ms` and
+`--group-consumer-session-timeout-ms`. State machine: coordinator/consumer_group.py.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from zonegate.coordinator.consumer_group import ConsumerGroupSettings, HeartbeatRequest
+from zonegate.coordinator.consumer_service import consumer_heartbeat
+from zonegate.proxy.context import RequestContext
+from zonegate.proxy.forward import on_owner
+from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.handlers.groups_common import ms
+from zonegate.proxy.registry import REGISTRY
+from zonegate.proxy.schema import make
+
+API_KEY = 68
+
+
+@REGISTRY.register(API_KEY, 0, 1)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    if request.group_id and (forwarded := await on_owner(ctx, request.group_id, request)):
+        return forwarded
+    node = ctx.node
+    owned = request.topic_partitions
+    req = HeartbeatRequest(
+        member_id=request.member_id,
+        member_epoch=request.member_epoch,
+        instance_id=request.instance_id,
+        rack_id=request.rack_id,
+        rebalance_timeout_ms=ms(request.rebalance_timeout),
+        subscribed_topic_names=(
+            None
+            if request.subscribed_topic_names is None
+            else tuple(request.subscribed_topic_names)
+        ),
+        subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
+        server_assignor=request.server_assignor,
+        owned=(
+            None
+            if owned is None
+            else tuple((tp.topic_id, tuple(tp.partitions)) for tp in owned if tp.topic_id)
+        ),
+        client_id=ctx.client_id or "",
+        client_host=f"/{ctx.client.host}",
+        api_version=ctx.api_version,
+    )
+    settings = ConsumerGroupSettings(
+        heartbeat_interval_ms=node.config.group_consumer_heartbeat_interval_ms,
+        session_timeout_ms=node.config.group_consumer_session_timeout_ms,
+    )
+    result = await consumer_heartbeat(
+        node.coordinator,
+        request.group_id,
+        req,
+        settings,
+        lambda: [t.name for t in node.catalog.topics()],
+    )
+    assignment = None
+    if result.assignment is not None:
+        tp_cls = cls(ctx, "TopicPartitions")
+        assignment = make(
+            cls(ctx, "Assignment"),
+            topic_partitions=tuple(
+                make(tp_cls, topic_id=tid, partitions=tuple(sorted(parts)))
+                for tid, parts in sorted(result.assignment.items(), key=lambda kv: str(kv[0]))
+            ),
+        )
+    return make(
+        cls(ctx, "ConsumerGroupHeartbeatResponse"),
+        throttle_time=NO_THROTTLE,
+        error_code=result.error,
+        error_message=result.message,
+        member_id=result.member_id,
+        member_epoch=result.member_epoch,
+        heartbeat_interval=datetime.timedelta(milliseconds=result.heartbeat_interval_ms),
+        assignment=assignment,
+    )
