@@ -162,3 +162,26 @@ def test_group_never_stuck_after_a_member_vanishes(
     a = members.start("kp", node.bootstrap, "ghostgrp", "ghost", name="a")
     b = members.start("ck", node.bootstrap, "ghostgrp", "ghost", name="b")
     wait_for("real members own every partition", lambda: split_ok([a, b], 3), timeout=60)
+
+
+def test_deleting_a_topic_drops_its_committed_offsets(node_factory: NodeFactory) -> None:
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    node: RunningNode = node_factory(NODE_ARGS)
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    admin.create_topics([NewTopic("again", num_partitions=1)])["again"].result(30)
+    conn = RawConnection(node.port)
+    res = conn.request(commit_req("keeper", -1, "", "again", 0))
+    assert res.topics[0].partitions[0].error_code is ErrorCode.none
+
+    def committed() -> int:
+        req = ConsumerGroupTopicPartitions("keeper", [TopicPartition("again", 0)])
+        found = admin.list_consumer_group_offsets([req])["keeper"].result(30)
+        return int(found.topic_partitions[0].offset)
+
+    assert committed() == 1
+    admin.delete_topics(["again"])["again"].result(30)
+    admin.create_topics([NewTopic("again", num_partitions=1)])["again"].result(30)
+    assert committed() < 0  # no committed offset (librdkafka shows -1001, "invalid")
+    conn.close()

@@ -218,6 +218,9 @@ class SqliteMetaStore(GroupTables):
                     "UPDATE partitions SET leader_epoch = leader_epoch + 1 WHERE stream_id = ?",
                     (p.stream_id,),
                 )
+            # As Kafka does: groups' committed offsets of a deleted topic go with it, so a
+            # topic created again under the name starts with no stale positions.
+            db.execute("DELETE FROM group_offsets WHERE topic = ?", (name,))
             _bump_version(db)
             return info
 
