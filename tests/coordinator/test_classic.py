@@ -12,6 +12,7 @@ from zonegate.coordinator.classic import (
     ClassicGroup,
     GroupConfig,
     GroupState,
+    JoinRequest,
     JoinResult,
     SyncResult,
 )
@@ -30,10 +31,23 @@ def join(g: ClassicGroup, member_id: str = "", now: float = 0.0, **kw: Any) -> A
         "protocol_type": "consumer",
         "protocols": [("range", b"r"), ("roundrobin", b"rr")],
         "require_known_member_id": True,
-        "now": now,
     }
     args.update(kw)
-    return g.join(**args)
+    return g.join(JoinRequest(**args), now)
+
+
+def do_sync(
+    g: ClassicGroup, member_id: str, generation: int, assignments: dict[str, bytes], **kw: Any
+) -> Any:
+    args: dict[str, Any] = {"instance_id": None, "protocol_type": None, "protocol_name": None}
+    args.update(kw)
+    return g.sync(
+        member_id=member_id,
+        generation=generation,
+        assignments=assignments,
+        now=args.pop("now", 0),
+        **args,
+    )
 
 
 async def new_member(g: ClassicGroup, now: float = 0.0, **kw: Any) -> str:
@@ -53,14 +67,8 @@ def test_first_member_becomes_leader_and_stable() -> None:
         assert res.leader == mid and res.protocol_name == "range"
         assert [m[0] for m in res.members] == [mid]
         assert g.state is GroupState.COMPLETING_REBALANCE
-        sync = g.sync(
-            member_id=mid,
-            instance_id=None,
-            generation=1,
-            protocol_type="consumer",
-            protocol_name="range",
-            assignments={mid: b"A"},
-            now=1,
+        sync = do_sync(
+            g, mid, 1, {mid: b"A"}, protocol_type="consumer", protocol_name="range", now=1
         )
         assert isinstance(sync, asyncio.Future)
         assert sync.result() == SyncResult(ErrorCode.none, "consumer", "range", b"A")
@@ -74,15 +82,7 @@ def test_second_member_triggers_rebalance_and_protocol_vote() -> None:
         g = ClassicGroup("g", CFG)
         a = await new_member(g)
         join(g, a)
-        g.sync(
-            member_id=a,
-            instance_id=None,
-            generation=1,
-            protocol_type=None,
-            protocol_name=None,
-            assignments={a: b"all"},
-            now=0,
-        )
+        do_sync(g, a, 1, {a: b"all"})
         b = await new_member(g, protocols=[("roundrobin", b"x")])
         wb = join(g, b, protocols=[("roundrobin", b"x")])
         assert isinstance(wb, asyncio.Future) and not wb.done()
@@ -129,15 +129,7 @@ def test_errors_unknown_member_stale_generation_bad_session() -> None:
         assert g.heartbeat(member_id=a, instance_id=None, generation=7, now=0) is (
             ErrorCode.illegal_generation
         )
-        sync = g.sync(
-            member_id=a,
-            instance_id=None,
-            generation=0,
-            protocol_type=None,
-            protocol_name=None,
-            assignments={},
-            now=0,
-        )
+        sync = do_sync(g, a, 0, {})
         assert sync == SyncResult(ErrorCode.illegal_generation)
         res = join(g, "nobody")
         assert isinstance(res, JoinResult) and res.error is ErrorCode.unknown_member_id
@@ -153,15 +145,7 @@ def test_silent_member_expires_and_group_empties() -> None:
         g = ClassicGroup("g", CFG)
         a = await new_member(g)
         join(g, a)
-        g.sync(
-            member_id=a,
-            instance_id=None,
-            generation=1,
-            protocol_type=None,
-            protocol_name=None,
-            assignments={},
-            now=0,
-        )
+        do_sync(g, a, 1, {})
         g.tick(9_999)
         assert a in g.members
         g.tick(10_001)
@@ -176,15 +160,7 @@ def test_member_not_rejoining_is_dropped_at_rebalance_timeout() -> None:
         g = ClassicGroup("g", CFG)
         a = await new_member(g)
         join(g, a)
-        g.sync(
-            member_id=a,
-            instance_id=None,
-            generation=1,
-            protocol_type=None,
-            protocol_name=None,
-            assignments={},
-            now=0,
-        )
+        do_sync(g, a, 1, {})
         b = await new_member(g, now=100)
         wb = join(g, b, now=100)
         g.heartbeat(member_id=a, instance_id=None, generation=1, now=5000)
@@ -202,15 +178,7 @@ def test_static_member_rejoins_without_rebalance() -> None:
         wa = join(g, "", instance_id="i-1")  # static members need no KIP-394 round trip
         assert isinstance(wa, asyncio.Future)
         a = wa.result().member_id
-        g.sync(
-            member_id=a,
-            instance_id="i-1",
-            generation=1,
-            protocol_type=None,
-            protocol_name=None,
-            assignments={a: b"P"},
-            now=0,
-        )
+        do_sync(g, a, 1, {a: b"P"}, instance_id="i-1")
         again = join(g, "", instance_id="i-1", now=50)
         assert isinstance(again, JoinResult) and again.error is ErrorCode.none
         assert again.generation == 1 and again.member_id != a
@@ -219,15 +187,7 @@ def test_static_member_rejoins_without_rebalance() -> None:
         assert g.heartbeat(member_id=a, instance_id="i-1", generation=1, now=60) is (
             ErrorCode.fenced_instance_id
         )
-        sync = g.sync(
-            member_id=again.member_id,
-            instance_id="i-1",
-            generation=1,
-            protocol_type=None,
-            protocol_name=None,
-            assignments={},
-            now=60,
-        )
+        sync = do_sync(g, again.member_id, 1, {}, instance_id="i-1", now=60)
         assert sync == SyncResult(ErrorCode.none, "consumer", "range", b"P")
 
     asyncio.run(run())
@@ -238,15 +198,7 @@ def test_snapshot_restores_members_and_assignment() -> None:
         g = ClassicGroup("g", CFG)
         a = await new_member(g)
         join(g, a)
-        g.sync(
-            member_id=a,
-            instance_id=None,
-            generation=1,
-            protocol_type=None,
-            protocol_name=None,
-            assignments={a: b"P"},
-            now=0,
-        )
+        do_sync(g, a, 1, {a: b"P"})
         back = ClassicGroup.restore("g", CFG, g.snapshot(), now=500)
         assert back.state is GroupState.STABLE and back.generation == 1
         assert back.members[a].assignment == b"P" and back.leader_id == a
@@ -267,15 +219,7 @@ def test_leave_moves_to_rebalance_or_empty(rounds: int) -> None:
             ids.append(m)
         waiters = [join(g, m) for m in ids]
         assert all(isinstance(w, asyncio.Future) and w.done() for w in waiters)
-        g.sync(
-            member_id=g.leader_id or "",
-            instance_id=None,
-            generation=1,
-            protocol_type=None,
-            protocol_name=None,
-            assignments={},
-            now=0,
-        )
+        do_sync(g, g.leader_id or "", 1, {})
         assert g.leave(ids[0], None, now=10) is ErrorCode.none
         assert g.leave(ids[0], None, now=10) is ErrorCode.unknown_member_id
         expected = GroupState.EMPTY if rounds == 1 else GroupState.PREPARING_REBALANCE

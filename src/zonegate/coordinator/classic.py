@@ -45,6 +45,21 @@ class GroupConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class JoinRequest:
+    """What a JoinGroup says about the member."""
+
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    require_known_member_id: bool  # JoinGroup v4+ (KIP-394)
+
+
+@dataclass(frozen=True, slots=True)
 class JoinResult:
     error: ErrorCode
     member_id: str = ""
@@ -79,6 +94,12 @@ class Member:
     assignment: bytes = b""
     join_waiter: asyncio.Future[JoinResult] | None = None
     sync_waiter: asyncio.Future[SyncResult] | None = None
+
+    def refresh(self, req: JoinRequest, now: float) -> None:
+        self.client_id, self.client_host = req.client_id, req.client_host
+        self.session_timeout_ms = req.session_timeout_ms
+        self.rebalance_timeout_ms = req.rebalance_timeout_ms
+        self.last_seen_ms = now
 
     def metadata_for(self, protocol: str) -> bytes:
         return next((m for name, m in self.protocols if name == protocol), b"")
@@ -175,144 +196,72 @@ class ClassicGroup:
         return ErrorCode.none
 
     # -- JoinGroup ----------------------------------------------------------
-    def join(
-        self,
-        *,
-        member_id: str,
-        instance_id: str | None,
-        client_id: str,
-        client_host: str,
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        require_known_member_id: bool,
-        now: float,
-    ) -> JoinResult | asyncio.Future[JoinResult]:
+    def join(self, req: JoinRequest, now: float) -> JoinResult | asyncio.Future[JoinResult]:
         cfg = self.config
-        if not (cfg.min_session_timeout_ms <= session_timeout_ms <= cfg.max_session_timeout_ms):
+        member_id = req.member_id
+        if not (cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms):
             return JoinResult(ErrorCode.invalid_session_timeout, member_id)
         if self.state is GroupState.DEAD:
             return JoinResult(ErrorCode.coordinator_not_available, member_id)
-        names = [name for name, _ in protocols]
+        names = [name for name, _ in req.protocols]
         if len(set(names)) != len(names):
             return JoinResult(ErrorCode.inconsistent_group_protocol, member_id)
         known = member_id in self.members
-        replaced = self.static.get(instance_id) if instance_id is not None and not known else None
+        replaced = (
+            self.static.get(req.instance_id) if req.instance_id is not None and not known else None
+        )
         if known or replaced is not None:
             current = self.members[replaced if replaced is not None else member_id]
             others = [m for m in self.members.values() if m is not current]
             sets = [{n for n, _ in m.protocols} for m in others]
             common = set.intersection(*sets) if sets else set(names)
-            if protocol_type != self.protocol_type or not (common & set(names)):
+            if req.protocol_type != self.protocol_type or not (common & set(names)):
                 return JoinResult(ErrorCode.inconsistent_group_protocol, member_id)
-        elif not self._supports(protocol_type, names):
+        elif not self._supports(req.protocol_type, names):
             return JoinResult(ErrorCode.inconsistent_group_protocol, member_id)
 
         if member_id == "":
-            return self._join_unknown(
-                instance_id=instance_id,
-                client_id=client_id,
-                client_host=client_host,
-                session_timeout_ms=session_timeout_ms,
-                rebalance_timeout_ms=rebalance_timeout_ms,
-                protocol_type=protocol_type,
-                protocols=protocols,
-                require_known_member_id=require_known_member_id,
-                now=now,
-            )
+            return self._join_unknown(req, now)
         if member_id in self.pending:
             del self.pending[member_id]
-            return self._add_member(
-                member_id,
-                instance_id,
-                client_id,
-                client_host,
-                session_timeout_ms,
-                rebalance_timeout_ms,
-                protocol_type,
-                protocols,
-                now,
-            )
-        if instance_id is not None and instance_id in self.static:
-            if self.static[instance_id] != member_id:
+            return self._add_member(req, member_id, now)
+        if req.instance_id is not None and req.instance_id in self.static:
+            if self.static[req.instance_id] != member_id:
                 return JoinResult(ErrorCode.fenced_instance_id, member_id)
         if not known:
             return JoinResult(ErrorCode.unknown_member_id, member_id)
         member = self.members[member_id]
-        same = member.protocols == protocols
-        member.last_seen_ms = now
-        member.session_timeout_ms = session_timeout_ms
-        member.rebalance_timeout_ms = rebalance_timeout_ms
-        member.client_id = client_id
-        member.client_host = client_host
-        if self.state is GroupState.PREPARING_REBALANCE:
-            member.protocols = protocols
-            waiter = self._await_join(member)
-            self.maybe_complete_join(now)
-            return waiter
+        same = member.protocols == req.protocols
+        member.refresh(req, now)
         if self.state is GroupState.COMPLETING_REBALANCE and same:
             return self._join_result(member)
         if self.state is GroupState.STABLE and same and member_id != self.leader_id:
             return self._join_result(member)
-        member.protocols = protocols
+        return self._rejoin(member, req, now)
+
+    def _rejoin(self, member: Member, req: JoinRequest, now: float) -> asyncio.Future[JoinResult]:
+        """The member waits in a rebalance (started now unless one is under way)."""
+        member.protocols = req.protocols
         self._prepare_rebalance(now)
         waiter = self._await_join(member)
         self.maybe_complete_join(now)
         return waiter
 
     def _join_unknown(
-        self,
-        *,
-        instance_id: str | None,
-        client_id: str,
-        client_host: str,
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        require_known_member_id: bool,
-        now: float,
+        self, req: JoinRequest, now: float
     ) -> JoinResult | asyncio.Future[JoinResult]:
         if len(self.members) + len(self.pending) >= self.config.max_size:
             return JoinResult(ErrorCode.group_max_size_reached)
-        new_id = f"{instance_id or client_id}-{uuid.uuid4()}"
-        if instance_id is not None and instance_id in self.static:
-            return self._replace_static(
-                instance_id,
-                new_id,
-                client_id,
-                client_host,
-                session_timeout_ms,
-                rebalance_timeout_ms,
-                protocols,
-                now,
-            )
-        if instance_id is None and require_known_member_id:
-            self.pending[new_id] = now + session_timeout_ms
+        new_id = f"{req.instance_id or req.client_id}-{uuid.uuid4()}"
+        if req.instance_id is not None and req.instance_id in self.static:
+            return self._replace_static(req, req.instance_id, new_id, now)
+        if req.instance_id is None and req.require_known_member_id:
+            self.pending[new_id] = now + req.session_timeout_ms
             return JoinResult(ErrorCode.member_id_required, new_id)
-        return self._add_member(
-            new_id,
-            instance_id,
-            client_id,
-            client_host,
-            session_timeout_ms,
-            rebalance_timeout_ms,
-            protocol_type,
-            protocols,
-            now,
-        )
+        return self._add_member(req, new_id, now)
 
     def _replace_static(
-        self,
-        instance_id: str,
-        new_id: str,
-        client_id: str,
-        client_host: str,
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int,
-        protocols: list[tuple[str, bytes]],
-        now: float,
+        self, req: JoinRequest, instance_id: str, new_id: str, now: float
     ) -> JoinResult | asyncio.Future[JoinResult]:
         """KIP-345: a static member rejoining under a new member id takes over its old place."""
         old_id = self.static[instance_id]
@@ -320,12 +269,9 @@ class ClassicGroup:
         _resolve(member.join_waiter, JoinResult(ErrorCode.fenced_instance_id, old_id))
         _resolve(member.sync_waiter, SyncResult(ErrorCode.fenced_instance_id))
         member.join_waiter = member.sync_waiter = None
-        same = member.protocols == protocols
+        same = member.protocols == req.protocols
         member.member_id = new_id
-        member.client_id, member.client_host = client_id, client_host
-        member.session_timeout_ms = session_timeout_ms
-        member.rebalance_timeout_ms = rebalance_timeout_ms
-        member.last_seen_ms = now
+        member.refresh(req, now)
         self.members[new_id] = member
         self.static[instance_id] = new_id
         if self.leader_id == old_id:
@@ -335,48 +281,31 @@ class ClassicGroup:
             # No rebalance: the member gets its old assignment back at SyncGroup.
             is_leader = new_id == self.leader_id
             return self._join_result(member, skip_assignment=is_leader)
-        member.protocols = protocols
-        if self.state is not GroupState.PREPARING_REBALANCE:
-            self._prepare_rebalance(now)
-        waiter = self._await_join(member)
-        self.maybe_complete_join(now)
-        return waiter
+        return self._rejoin(member, req, now)
 
     def _add_member(
-        self,
-        member_id: str,
-        instance_id: str | None,
-        client_id: str,
-        client_host: str,
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        now: float,
+        self, req: JoinRequest, member_id: str, now: float
     ) -> asyncio.Future[JoinResult]:
         member = Member(
             member_id,
-            instance_id,
-            client_id,
-            client_host,
-            session_timeout_ms,
-            rebalance_timeout_ms,
-            protocol_type,
-            protocols,
+            req.instance_id,
+            req.client_id,
+            req.client_host,
+            req.session_timeout_ms,
+            req.rebalance_timeout_ms,
+            req.protocol_type,
+            req.protocols,
             now,
         )
         if not self.members:
-            self.protocol_type = protocol_type
+            self.protocol_type = req.protocol_type
         self.members[member_id] = member
-        if instance_id is not None:
-            self.static[instance_id] = member_id
+        if req.instance_id is not None:
+            self.static[req.instance_id] = member_id
         if self.leader_id is None:
             self.leader_id = member_id
         self._changed()
-        waiter = self._await_join(member)
-        self._prepare_rebalance(now)
-        self.maybe_complete_join(now)
-        return waiter
+        return self._rejoin(member, req, now)
 
     def _await_join(self, member: Member) -> asyncio.Future[JoinResult]:
         _resolve(member.join_waiter, JoinResult(ErrorCode.rebalance_in_progress, member.member_id))

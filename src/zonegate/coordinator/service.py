@@ -29,6 +29,7 @@ from zonegate.coordinator.classic import (
     ClassicGroup,
     GroupConfig,
     GroupState,
+    JoinRequest,
     JoinResult,
     SyncResult,
 )
@@ -211,11 +212,11 @@ class GroupCoordinator:
             return ErrorCode.inconsistent_group_protocol
         return group
 
-    async def join(self, group_id: str, **kwargs: Any) -> JoinResult:
+    async def join(self, group_id: str, req: JoinRequest) -> JoinResult:
         group = await self.classic_group(group_id, create=True)
         if isinstance(group, ErrorCode):
-            return JoinResult(group, kwargs.get("member_id", ""))
-        return await self._answer(group, group.join(now=now_ms(), **kwargs))
+            return JoinResult(group, req.member_id)
+        return await self._answer(group, group.join(req, now_ms()))
 
     async def sync(self, group_id: str, **kwargs: Any) -> SyncResult:
         group = await self.classic_group(group_id, create=False)

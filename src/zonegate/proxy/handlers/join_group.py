@@ -11,7 +11,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.coordinator.classic import JoinResult
+from zonegate.coordinator.classic import JoinRequest, JoinResult
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.forward import on_owner
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
@@ -34,8 +34,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         result = JoinResult(error, request.member_id)
     else:
         session_ms = ms(request.session_timeout)
-        result = await ctx.node.coordinator.join(
-            request.group_id,
+        join = JoinRequest(
             member_id=request.member_id,
             instance_id=getattr(request, "group_instance_id", None),
             client_id=ctx.client_id or "",
@@ -46,6 +45,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             protocols=[(p.name, p.metadata) for p in request.protocols],
             require_known_member_id=ctx.api_version >= 4,
         )
+        result = await ctx.node.coordinator.join(request.group_id, join)
     member = cls(ctx, "JoinGroupResponseMember")
     legacy = ctx.api_version < 7  # protocol name not nullable before v7
     return make(

@@ -16,7 +16,7 @@ from zonegate.coordinator.service import OffsetToCommit
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.forward import on_owner
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
-from zonegate.proxy.handlers.groups_common import group_id_error
+from zonegate.proxy.handlers.groups_common import group_id_error, topic_partition_errors
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
 
@@ -50,21 +50,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             getattr(request, "group_instance_id", None),
             offsets,
         )
-    it = iter(errors)
-    topic_cls = cls(ctx, "OffsetCommitResponseTopic")
-    part_cls = cls(ctx, "OffsetCommitResponsePartition")
     return make(
         cls(ctx, "OffsetCommitResponse"),
         throttle_time=NO_THROTTLE,
-        topics=tuple(
-            make(
-                topic_cls,
-                name=t.name,
-                partitions=tuple(
-                    make(part_cls, partition_index=p.partition_index, error_code=next(it))
-                    for p in t.partitions
-                ),
-            )
-            for t in request.topics
-        ),
+        topics=topic_partition_errors(ctx, request.topics, errors, "OffsetCommitResponse"),
     )

@@ -10,6 +10,7 @@ from kio.schema.errors import ErrorCode
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.forward import on_owner
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.handlers.groups_common import topic_partition_errors
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
 
@@ -26,21 +27,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         error = ErrorCode.invalid_group_id
     else:
         error, errors = await ctx.node.coordinator.delete_offsets(request.group_id, wanted)
-    topic_cls = cls(ctx, "OffsetDeleteResponseTopic")
-    part_cls = cls(ctx, "OffsetDeleteResponsePartition")
-    it = iter(errors)
     topics = (
-        tuple(
-            make(
-                topic_cls,
-                name=t.name,
-                partitions=tuple(
-                    make(part_cls, partition_index=p.partition_index, error_code=next(it))
-                    for p in t.partitions
-                ),
-            )
-            for t in request.topics
-        )
+        topic_partition_errors(ctx, request.topics, errors, "OffsetDeleteResponse")
         if error is ErrorCode.none
         else ()
     )
