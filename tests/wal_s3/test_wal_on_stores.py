@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,3 +95,53 @@ def test_s3_connection_failures_are_transient_and_retried() -> None:
         await store.close()
 
     run(body())
+
+
+@pytest.mark.integration
+def test_s3_put_sends_the_bytes_once_with_a_crc32c_and_no_expect_round_trip(
+    s3_endpoint: str, s3_bucket: str
+) -> None:
+    import base64
+
+    import crc32c
+
+    from zonegate.wal_s3.s3_store import S3ObjectStore
+
+    async def body() -> None:
+        sent: list[tuple[dict[str, str], object]] = []
+
+        def capture(request: Any, **_: Any) -> None:
+            headers = {k.lower(): _text(v) for k, v in request.headers.items()}
+            sent.append((headers, request.body))
+
+        for sign in (False, True):
+            sent.clear()
+            backend = S3ObjectStore(s3_bucket, "p", endpoint_url=s3_endpoint, sign_payload=sign)
+            client = await backend._get_client()
+            client.meta.events.register("before-send.s3.PutObject", capture)
+            data = bytes(range(256)) * 8192  # 2 MiB: above botocore's 1 MiB Expect threshold
+            await backend.put("k", data)
+            assert await backend.get("k") == data
+            assert not await backend.put_if_absent("k", b"other")
+            assert await backend.get("k") == data
+            await backend.close()
+
+            (headers, sent_body), _ = sent
+            assert sent_body is data  # handed to the HTTP layer as is, not wrapped or copied
+            assert "expect" not in headers
+            assert "content-md5" not in headers
+            want = base64.b64encode(crc32c.crc32c(data).to_bytes(4, "big")).decode()
+            assert headers["x-amz-checksum-crc32c"] == want
+            assert not any(
+                h.startswith("x-amz-checksum-crc32") and h != "x-amz-checksum-crc32c"
+                for h in headers
+            )
+            assert "x-amz-checksum-crc32c" in headers["authorization"]  # signed
+            sha = headers["x-amz-content-sha256"]
+            assert (sha != "UNSIGNED-PAYLOAD") if sign else (sha == "UNSIGNED-PAYLOAD")
+
+    run(body())
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

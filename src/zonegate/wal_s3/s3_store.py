@@ -5,16 +5,26 @@ module only translates: S3 error codes become `ObjectNotFound`,
 `TransientObjectStoreError` or `PermanentObjectStoreError`; retries are the
 wrapper's job, so botocore's own retries are off (otherwise every attempt of
 the wrapper would hide several requests, and usage records would undercount).
+
+PUTs are made cheap (docs/object-store.md, "What a PUT costs"): the body goes
+to the HTTP layer as the `bytes` it is (botocore would wrap it in a BytesIO,
+which costs copies and an `Expect: 100-continue` round trip per PUT), and its
+integrity rests on a CRC32C computed here in C and sent as
+`x-amz-checksum-crc32c`, which S3 verifies, instead of botocore's CRC32 over a
+file-like body plus, over plain HTTP, a SHA-256 of every body for the
+signature.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import os
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+import crc32c
 from aiobotocore.session import get_session
 from botocore.config import Config
 from botocore.exceptions import (
@@ -23,6 +33,7 @@ from botocore.exceptions import (
     HTTPClientError,
     IncompleteReadError,
 )
+from botocore.handlers import convert_body_to_file_like_object
 
 from zonegate.wal_s3.object_store import (
     ObjectInfo,
@@ -70,6 +81,7 @@ class S3ObjectStore:
         region: str | None = None,
         timeout_s: float = 30.0,
         max_connections: int = 64,
+        sign_payload: bool = False,
     ) -> None:
         self._bucket = bucket
         self._prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
@@ -85,8 +97,17 @@ class S3ObjectStore:
             connect_timeout=min(timeout_s, 10.0),
             read_timeout=timeout_s,
             max_pool_connections=max_connections,
-            # Path style works with every S3 clone (moto, MinIO) behind a custom endpoint.
-            s3={"addressing_style": "path"} if endpoint_url else None,
+            # We send our own CRC32C with every PUT (see `_put`); botocore adds
+            # checksums only where S3 requires one.
+            request_checksum_calculation="when_required",
+            s3={
+                # Path style works with every S3 clone (moto, MinIO) behind a custom endpoint.
+                **({"addressing_style": "path"} if endpoint_url else {}),
+                # Without this botocore SHA-256-hashes every body sent over plain
+                # HTTP for the signature; the signed CRC32C header, verified by
+                # S3, already guards the body against corruption.
+                "payload_signing_enabled": sign_payload,
+            },
         )
         self._client: Any = None
         self._stack: contextlib.AsyncExitStack | None = None
@@ -115,6 +136,12 @@ class S3ObjectStore:
                         config=self._config,
                     )
                 )
+                # Keep a bytes Body as bytes: wrapped in a BytesIO it is copied by
+                # the checksum and HTTP layers and sent after an extra round trip
+                # (`Expect: 100-continue` is added for any file-like body).
+                self._client.meta.events.unregister(
+                    "before-parameter-build.s3.PutObject", convert_body_to_file_like_object
+                )
                 self._stack = stack
         return self._client
 
@@ -137,18 +164,24 @@ class S3ObjectStore:
         except (ConnectionError, HTTPClientError, IncompleteReadError) as exc:
             raise TransientObjectStoreError(f"S3 connection failed on {key!r}: {exc}") from exc
 
-    async def put(self, key: str, data: bytes) -> None:
+    async def _put(self, key: str, data: bytes, **extra: str) -> None:
         client = await self._get_client()
+        checksum = base64.b64encode(crc32c.crc32c(data).to_bytes(4, "big")).decode()
         async with self._translate(key):
-            await client.put_object(Bucket=self._bucket, Key=self._full(key), Body=data)
+            await client.put_object(
+                Bucket=self._bucket,
+                Key=self._full(key),
+                Body=bytes(data),  # a no-op for bytes; bytearray/memoryview are copied
+                ChecksumCRC32C=checksum,
+                **extra,
+            )
+
+    async def put(self, key: str, data: bytes) -> None:
+        await self._put(key, data)
 
     async def put_if_absent(self, key: str, data: bytes) -> bool:
-        client = await self._get_client()
         try:
-            async with self._translate(key):
-                await client.put_object(
-                    Bucket=self._bucket, Key=self._full(key), Body=data, IfNoneMatch="*"
-                )
+            await self._put(key, data, IfNoneMatch="*")
         except PermanentObjectStoreError as exc:
             cause = exc.__cause__
             if isinstance(cause, ClientError) and (
