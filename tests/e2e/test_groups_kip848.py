@@ -354,3 +354,33 @@ def test_bad_assignor_is_fatal_and_classic_group_id_refused(
         assert "group id does not exist" in error, error
     finally:
         classic.close()
+
+
+def test_list_commit_lag_and_delete(knode: RunningNode, kmembers: Kip848Members) -> None:
+    """Admin calls on a KIP-848 group: listed as a consumer group, committed offsets readable,
+    deletion refused while a member is in it and done once it is empty."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    bs, topic, group, parts = knode.bootstrap, "kip848-admin", "g848-admin", 3
+    create_topic(bs, topic, parts)
+    prod = Producer(bs, topic, parts)
+    prod.send(90)
+    a = kmembers.start(bs, group, topic, name="a")
+    wait_for("a committed all", lambda: committed_offsets([a], parts) == prod.totals())
+    admin = AdminClient({"bootstrap.servers": bs})
+    listed = {g.group_id: g for g in admin.list_consumer_groups().result(30).valid}
+    assert group in listed
+    assert str(listed[group].type).endswith("CONSUMER"), listed[group].type
+    assert str(listed[group].state).endswith("STABLE"), listed[group].state
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(parts)])
+    got = admin.list_consumer_group_offsets([request])[group].result(30)
+    assert {tp.partition: tp.offset for tp in got.topic_partitions} == prod.totals()
+    with pytest.raises(Exception, match="NON_EMPTY_GROUP"):
+        admin.delete_consumer_groups([group])[group].result(30)
+    a.stop()
+    wait_for("the group is empty", lambda: not describe(bs, group).members, timeout=15)
+    assert str(describe(bs, group).state).endswith("EMPTY")
+    admin.delete_consumer_groups([group])[group].result(30)
+    listed_after = {g.group_id for g in admin.list_consumer_groups().result(30).valid}
+    assert group not in listed_after

@@ -18,6 +18,10 @@ Member epochs in a request: 0 joins (or rejoins after being fenced), -1 leaves,
 session expires or its instance id comes back). Heartbeats answer at once, so
 there are no futures; time is passed in as ms and `tick` expires sessions and
 revocation deadlines.
+
+Regex subscriptions are matched with Python's `re` (full match), not RE2 as
+in Kafka: most RE2 syntax means the same, but `re` backtracks, so a
+pathological pattern from a client could take long on a long topic name.
 """
 
 from __future__ import annotations
