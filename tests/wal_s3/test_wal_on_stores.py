@@ -105,7 +105,7 @@ def test_s3_put_sends_the_bytes_once_with_a_crc32c_and_no_expect_round_trip(
 
     import crc32c
 
-    from zonegate.wal_s3.s3_store import S3ObjectStore
+    from zonegate.wal_s3.s3_store import S3ObjectStore, _UncopiedBody
 
     async def body() -> None:
         sent: list[tuple[dict[str, str], object]] = []
@@ -127,7 +127,10 @@ def test_s3_put_sends_the_bytes_once_with_a_crc32c_and_no_expect_round_trip(
             await backend.close()
 
             (headers, sent_body), _ = sent
-            assert sent_body is data  # handed to the HTTP layer as is, not wrapped or copied
+            # Handed to the HTTP layer as is (not wrapped in a BytesIO or copied),
+            # headers first, then a view of the very same bytes.
+            assert isinstance(sent_body, _UncopiedBody)
+            assert sent_body._value is data
             assert "expect" not in headers
             assert "content-md5" not in headers
             want = base64.b64encode(crc32c.crc32c(data).to_bytes(4, "big")).decode()

@@ -26,6 +26,8 @@ from typing import Any
 
 import crc32c
 from aiobotocore.session import get_session
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.payload import BytesPayload
 from botocore.config import Config
 from botocore.exceptions import (
     ClientError,
@@ -61,6 +63,31 @@ _TRANSIENT_CODES = frozenset(
         "OperationAborted",
     }
 )
+
+
+class _UncopiedBody(BytesPayload):
+    """A PUT body that reaches the socket without being copied whole.
+
+    aiohttp would join the headers and the body into one new bytes object, and
+    asyncio would then copy what the socket did not take at once, twice (a
+    slice, then its buffer): three copies of every WAL object. Sent as headers
+    first, then a memoryview of the body, at most the part the socket did not
+    take is copied, once.
+    """
+
+    async def write_with_length(
+        self, writer: AbstractStreamWriter, content_length: int | None
+    ) -> None:
+        send_headers = getattr(writer, "send_headers", None)
+        if send_headers is not None:
+            send_headers()
+        view = memoryview(self._value)
+        await writer.write(view if content_length is None else view[:content_length])
+
+
+def _send_body_uncopied(request: Any, **_: Any) -> None:
+    if type(request.body) is bytes and request.body:
+        request.body = _UncopiedBody(request.body)
 
 
 def _error_code(exc: ClientError) -> str:
@@ -139,9 +166,12 @@ class S3ObjectStore:
                 # Keep a bytes Body as bytes: wrapped in a BytesIO it is copied by
                 # the checksum and HTTP layers and sent after an extra round trip
                 # (`Expect: 100-continue` is added for any file-like body).
-                self._client.meta.events.unregister(
+                events = self._client.meta.events
+                events.unregister(
                     "before-parameter-build.s3.PutObject", convert_body_to_file_like_object
                 )
+                # After signing, right before the HTTP layer takes the body.
+                events.register("before-send.s3.PutObject", _send_body_uncopied)
                 self._stack = stack
         return self._client
 
