@@ -121,7 +121,27 @@ def bench_zonegate(args: argparse.Namespace) -> dict[str, float]:
 
             admin = AdminClient({"bootstrap.servers": node.bootstrap})
             admin.create_topics([NewTopic("bench", args.partitions, 1)])["bench"].result(30)
-            return both_phases({"bootstrap.servers": node.bootstrap}, args)
+            if moto is None:
+                return both_phases({"bootstrap.servers": node.bootstrap}, args)
+            assert node.proc is not None and moto.pid is not None
+            cpu = {"node": _cpu_s(node.proc.pid), "moto": _cpu_s(moto.pid)}
+            result = both_phases({"bootstrap.servers": node.bootstrap}, args)
+            node_cpu = _cpu_s(node.proc.pid) - cpu["node"]
+            moto_cpu = _cpu_s(moto.pid) - cpu["moto"]
+            sizes = [
+                obj["Size"]
+                for page in moto.client()
+                .get_paginator("list_objects_v2")
+                .paginate(Bucket="zonegate-bench", Prefix="bench/wal/")
+                for obj in page.get("Contents", [])
+            ]
+            # Where the S3 run's time went: both phases, so compare runs, not phases.
+            mean_mb = sum(sizes) / max(len(sizes), 1) / 1e6
+            print(
+                f"s3: {len(sizes)} WAL objects PUT, mean {mean_mb:.2f} MB; CPU seconds over"
+                f" both phases: node {node_cpu:.1f}, moto's server {moto_cpu:.1f}"
+            )
+            return result
         finally:
             node.stop()
             if moto is not None:
@@ -139,6 +159,12 @@ def both_phases(conf: dict[str, Any], args: argparse.Namespace) -> dict[str, flo
         args.latency_rate,
     )
     return {**result, "p50_ms": lat["p50_ms"], "p99_ms": lat["p99_ms"]}
+
+
+def _cpu_s(pid: int) -> float:
+    """User plus system CPU seconds a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def bench_mock(args: argparse.Namespace) -> dict[str, float]:

@@ -4,6 +4,11 @@ A separate process so the code under test talks HTTP to it exactly as to S3
 (no in-process mocks), and so a hung test cannot wedge the server. The child
 binds port 0 and reports the port it got, so there is no free-port race.
 
+It is moto's own `ThreadedMotoServer` (werkzeug, a thread per connection, the
+same app `moto_server` runs), untuned, for zonegate and for any peer measured
+against it. Werkzeug answers every request with `Connection: close`, so each
+PUT is a new TCP connection and a new server thread.
+
     with MotoS3Server() as s3:
         s3.create_bucket("b")
         ... s3.endpoint_url ...
@@ -50,6 +55,11 @@ class MotoS3Server:
     @property
     def endpoint_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        """The server process's id while it runs (benchmarks read its CPU time)."""
+        return self._proc.pid if self._proc is not None else None
 
     def start(self, timeout_s: float = 30.0) -> None:
         env = {**os.environ, **FAKE_AWS_ENV}
