@@ -226,13 +226,6 @@ def test_added_partitions_are_picked_up(knode: RunningNode, kmembers: Kip848Memb
     check_delivery(kmembers.events(), prod.in_order())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="broker/node.py caches each peer's RemoteLeader by node id forever: after a "
-    "kill -9 and restart, calls forwarded to the group's coordinator (here node 2) keep "
-    "going to its old RPC port and fail (UNAVAILABLE, connection closed). Passes with the "
-    "cache refreshed when the node's registered address changes.",
-)
 def test_group_survives_node_restart(node_factory: NodeFactory, kmembers: Kip848Members) -> None:
     """The group's epochs, members and assignment are in the metadata store: members keep
     their partitions across a coordinator restart and resume from committed offsets."""

@@ -127,9 +127,15 @@ class Node:
         return place(count, self.membership.live_nodes(), current)
 
     def _remote(self, node_id: int) -> Leader | None:
+        rec = self.membership.node(node_id)
         remote = self._remotes.get(node_id)
+        if remote is not None and rec is not None:
+            if remote.target != f"{rec.rpc_host}:{rec.rpc_port}":
+                # The node came back (same id, new RPC port): drop the channel to the old one.
+                stale = self._remotes.pop(node_id)
+                asyncio.get_running_loop().create_task(stale.close())
+                remote = None
         if remote is None:
-            rec = self.membership.node(node_id)
             if rec is None:
                 return None
             peer_zone = rec.zone
