@@ -4,6 +4,16 @@ All statements run on one worker thread (sqlite3 connections are not shared
 across threads); async callers await them through the loop's executor. WAL
 journal mode with synchronous=NORMAL keeps every committed transaction across a
 process crash (kill -9), which is what an acknowledged produce relies on.
+
+The one exception is the leader's group commit (`commit_appends`, on every
+produce's path): it runs on the event loop's thread, on a second connection of
+that thread, when it can take the write lock at once. Such a commit writes a
+few pages to the WAL file and never fsyncs (synchronous=NORMAL; that
+connection never checkpoints, the worker does), so it takes a fraction of a
+millisecond, while the hop to the worker thread and back waits for the GIL
+(up to the 5 ms switch interval while the loop is busy). When the lock is held
+(another transaction of this process or of another process), the commit goes
+to the worker thread as before, which waits for the lock there.
 """
 
 from __future__ import annotations
@@ -11,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -118,6 +129,11 @@ class SqliteMetaStore(GroupTables):
         self._path = path
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metastore")
         self._conn: sqlite3.Connection | None = None
+        # commit_appends' connection on the event loop's thread (see the module doc).
+        self._loop_conn: sqlite3.Connection | None = None
+        self._loop_thread: int | None = None
+        self._loop_commits = 0
+        self._checkpointing = False
 
     # -- plumbing ---------------------------------------------------------
     def _db(self) -> sqlite3.Connection:
@@ -145,7 +161,56 @@ class SqliteMetaStore(GroupTables):
         db.execute("COMMIT")
         return result
 
+    def _loop_db(self) -> sqlite3.Connection | None:
+        """The calling (event loop) thread's connection for commit_appends, if it may have one.
+
+        None for ":memory:" (a second connection would be another database), before
+        the worker's connection has made the schema, and on any other thread than
+        the one that opened it. It never waits for a lock (busy_timeout 0) and never
+        checkpoints (the worker does, see `_note_loop_commit`).
+        """
+        if self._path == ":memory:" or self._conn is None or self._loop_thread == -1:
+            return None
+        if self._loop_conn is None:
+            conn = sqlite3.connect(self._path, isolation_level=None, timeout=0.0)
+            conn.execute("PRAGMA busy_timeout=0")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA wal_autocheckpoint=0")
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.close()  # not WAL mode: leave every commit to the worker
+                self._loop_thread = -1
+                return None
+            self._loop_conn = conn
+            self._loop_thread = threading.get_ident()
+        elif self._loop_thread != threading.get_ident():
+            return None
+        return self._loop_conn
+
+    def _note_loop_commit(self) -> None:
+        """Every so many loop-thread commits, a passive checkpoint on the worker thread.
+
+        The loop connection's autocheckpoint is off, so that its commits never fsync;
+        this keeps the WAL file from growing (the worker's own commits still
+        autocheckpoint as well). PASSIVE never blocks writers.
+        """
+        self._loop_commits += 1
+        if self._loop_commits % _CHECKPOINT_EVERY or self._checkpointing:
+            return
+        self._checkpointing = True
+
+        def checkpoint() -> None:
+            try:
+                self._db().execute("PRAGMA wal_checkpoint(PASSIVE)")
+            finally:
+                self._checkpointing = False
+
+        self._executor.submit(checkpoint)
+
     async def close(self) -> None:
+        if self._loop_conn is not None and self._loop_thread == threading.get_ident():
+            self._loop_conn.close()
+            self._loop_conn = None
+
         def _close() -> None:
             if self._conn is not None:
                 self._conn.close()
@@ -359,6 +424,29 @@ class SqliteMetaStore(GroupTables):
                 )
             return fenced
 
+        db = self._loop_db()
+        if db is not None:
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                    raise
+                # Someone holds the write lock: wait for it on the worker, not here.
+            else:
+                try:
+                    fenced = fn(db)
+                    db.execute("COMMIT")
+                except BaseException as exc:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    busy = isinstance(exc, sqlite3.OperationalError) and (
+                        exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+                    )
+                    if not busy:
+                        raise
+                else:
+                    self._note_loop_commit()
+                    return fenced
         return await self._run(fn)
 
     async def allocate_producer_id(self) -> int:
@@ -447,6 +535,9 @@ class SqliteMetaStore(GroupTables):
             return int(found[0]) if found else 0
 
         return await self._run(fn)
+
+
+_CHECKPOINT_EVERY = 256  # loop-thread commits between passive checkpoints
 
 
 def _bump_version(db: sqlite3.Connection) -> None:
