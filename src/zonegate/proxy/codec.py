@@ -22,6 +22,7 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 from zonegate.proxy.errors import PeerProtocolError
 
 _SIZE = struct.Struct(">i")
+_SIZE_AND_ID = struct.Struct(">ii")
 _HEADER_FIXED = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
 API_VERSIONS_KEY = 18
 
@@ -181,8 +182,28 @@ def decode_request(frame: bytes, header: RequestHeader, body_offset: int) -> Dec
     return DecodedRequest(header, body)
 
 
-def encode_response(correlation_id: int, api_key: int, response: ResponsePayload) -> bytes:
+@dataclass(frozen=True, slots=True)
+class EncodedBody:
+    """A response body its handler encoded itself, for `encode_response` to frame as is.
+
+    Produce answers are encoded by hand (proxy/handlers/produce.py): building
+    kio's dataclasses and walking them with its generic writer cost more CPU
+    than anything else on the produce path but the record batches themselves.
+    `flexible` says whether the response header carries a tagged-field section.
+    """
+
+    flexible: bool
+    data: bytes
+
+
+def encode_response(
+    correlation_id: int, api_key: int, response: ResponsePayload | EncodedBody
+) -> bytes:
     """A complete response frame (size prefix included)."""
+    if isinstance(response, EncodedBody):
+        tags = b"\x00" if response.flexible else b""  # response header v1: no tagged fields
+        size = 4 + len(tags) + len(response.data)
+        return b"".join((_SIZE_AND_ID.pack(size, correlation_id), tags, response.data))
     buf = io.BytesIO()
     buf.write(b"\x00\x00\x00\x00")
     buf.write(struct.pack(">i", correlation_id))
