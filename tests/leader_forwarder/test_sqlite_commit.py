@@ -1,0 +1,71 @@
+"""commit_appends on the loop thread's own SQLite connection, and its way around a held lock."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from zonegate.metastore.models import IndexEntry, PartitionCommit, ProducerBatch, ProducerEntry
+from zonegate.metastore.sqlite import SqliteMetaStore
+
+pytestmark = pytest.mark.unit
+
+
+def _commit(sid: int, base: int, epoch: int = 0) -> PartitionCommit:
+    return PartitionCommit(
+        stream_id=sid,
+        leader_epoch=epoch,
+        next_offset=base + 2,
+        entries=(IndexEntry(base, base + 1, f"wal/{base}", 0, 10, 1000),),
+        producers=(ProducerEntry(7, 0, (ProducerBatch(base, base + 1, base, base + 1),)),),
+    )
+
+
+def test_commits_inline_fall_back_when_locked_and_survive_reopen(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.db")
+
+    async def run() -> None:
+        meta = SqliteMetaStore(path)
+        t = await meta.create_topic("t", {}, [1, 1])
+        s0, s1 = (p.stream_id for p in t.partitions)
+        assert await meta.commit_appends([_commit(s0, 0), _commit(s1, 0)]) == set()
+        assert meta._loop_conn is not None, "committed on the loop thread's connection"
+
+        # Another connection holds the write lock: the commit must not fail, nor block
+        # the loop; it waits on the worker thread and lands once the lock is free.
+        other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        other.execute("BEGIN IMMEDIATE")
+        release = threading.Timer(0.3, lambda: other.execute("COMMIT"))
+        release.start()
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        tick = asyncio.create_task(ticker())
+        assert await meta.commit_appends([_commit(s0, 2)]) == set()
+        tick.cancel()
+        release.join()
+        other.close()
+        assert ticks >= 10, "the loop kept running while the commit waited for the lock"
+
+        # A commit with a stale epoch is fenced; the other partition's part still lands.
+        assert await meta.commit_appends([_commit(s0, 4, epoch=5), _commit(s1, 2)]) == {s0}
+        await meta.close()
+
+        again = SqliteMetaStore(path)
+        state = await again.load_partition(s0)
+        assert state.next_offset == 4
+        assert state.producers[7].batches == (ProducerBatch(2, 3, 2, 3),)
+        assert [e.base_offset for e in await again.read_index(s0)] == [0, 2]
+        assert (await again.load_partition(s1)).next_offset == 4
+        await again.close()
+
+    asyncio.run(run())
