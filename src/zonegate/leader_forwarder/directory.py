@@ -105,7 +105,8 @@ class LeaderDirectory:
                 if leader is None:
                     results[i] = AppendResult(ErrorCode.not_leader_or_follower)
                     continue
-                flat[i] = dataclasses.replace(flat[i], leader_epoch=epoch)
+                if flat[i].leader_epoch != epoch:
+                    flat[i] = dataclasses.replace(flat[i], leader_epoch=epoch)
                 groups[node].append(i)
                 targets[node] = leader
             answers = await asyncio.gather(

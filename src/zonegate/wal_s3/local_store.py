@@ -58,6 +58,7 @@ class LocalObjectStore:
         inline_put_bytes: int = DEFAULT_INLINE_PUT_BYTES,
     ) -> None:
         self._root = Path(root).resolve()
+        self._root_str = str(self._root)
         self._fsync = fsync
         self._inline_put_bytes = 0 if fsync else inline_put_bytes
         self._dirs: set[str] = set()  # directories known to exist
@@ -70,6 +71,10 @@ class LocalObjectStore:
         return self._root
 
     def _path(self, key: str) -> Path:
+        return self._root.joinpath(*self._parts(key))
+
+    @staticmethod
+    def _parts(key: str) -> builtins.list[str]:
         parts = key.split("/")
         if (
             not key
@@ -80,18 +85,19 @@ class LocalObjectStore:
             or "\0" in key
         ):
             raise ValueError(f"invalid object key {key!r}")
-        return self._root.joinpath(*parts)
+        return parts
 
     async def put(self, key: str, data: bytes) -> None:
-        path = self._path(key)
+        parts = self._parts(key)
         if len(data) <= self._inline_put_bytes:
-            if self._spares and self._put_spare(path, data):
+            parent = os.path.join(self._root_str, *parts[:-1])
+            if self._spares and self._put_spare(parent, parts[-1], data):
                 self._maybe_refill()
                 return
             self._maybe_refill()
-        await asyncio.to_thread(self._write, path, data, False)
+        await asyncio.to_thread(self._write, self._root.joinpath(*parts), data, False)
 
-    def _put_spare(self, path: Path, data: bytes) -> bool:
+    def _put_spare(self, parent: str, name: str, data: bytes) -> bool:
         """Writes `data` into a spare unnamed file and links it in as `path`.
 
         False if the object must be written the ordinary way: the name exists (an
@@ -100,7 +106,6 @@ class LocalObjectStore:
         """
         fd = self._spares.pop()
         try:
-            parent = str(path.parent)
             if parent not in self._dirs:
                 os.makedirs(parent, exist_ok=True)
                 self._dirs.add(parent)
@@ -111,7 +116,7 @@ class LocalObjectStore:
             try:
                 # Given a dir fd, os.link calls linkat(..., AT_SYMLINK_FOLLOW): the
                 # name goes to the file /proc/self/fd/N stands for, atomically.
-                os.link(f"/proc/self/fd/{fd}", path.name, dst_dir_fd=dir_fd)
+                os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=dir_fd)
             except FileExistsError:
                 return False
             except OSError as exc:
