@@ -109,10 +109,19 @@ class LeaderDirectory:
                     flat[i] = dataclasses.replace(flat[i], leader_epoch=epoch)
                 groups[node].append(i)
                 targets[node] = leader
-            answers = await asyncio.gather(
-                *(targets[n].append([flat[i] for i in idx]) for n, idx in groups.items()),
-                return_exceptions=True,
-            )
+            answers: list[list[AppendResult] | BaseException]
+            if len(groups) == 1:
+                # The usual case (one leader, often this node): no gather, no extra task.
+                ((n, idx),) = groups.items()
+                try:
+                    answers = [await targets[n].append([flat[i] for i in idx])]
+                except Exception as exc:
+                    answers = [exc]
+            else:
+                answers = await asyncio.gather(
+                    *(targets[n].append([flat[i] for i in idx]) for n, idx in groups.items()),
+                    return_exceptions=True,
+                )
             self.append_rpcs += sum(1 for n in groups if n != self._me)
             retry: list[int] = []
             for (_, idx), answer in zip(groups.items(), answers, strict=True):

@@ -92,10 +92,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 pos += h.size
             work.staged = staged
 
-    pending = [f for w in works if w.staged for f in w.staged]
-    locations: list[WalEntryLocation | BaseException] = list(
-        await asyncio.gather(*pending, return_exceptions=True)
-    )
+    # The WAL resolves futures in seal order, so awaiting them in staging order
+    # suspends about once (they mostly share one object), without gather's wrapper.
+    locations: list[WalEntryLocation | BaseException] = []
+    for w in works:
+        for f in w.staged or ():
+            try:
+                locations.append(await f)
+            except Exception as exc:
+                locations.append(exc)
     appends: list[AppendBatch] = []
     owners: list[_PartitionWork] = []
     it = iter(locations)
