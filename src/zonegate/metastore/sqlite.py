@@ -557,4 +557,3 @@ def _batches_json(batches: Sequence[ProducerBatch]) -> str:
         + ",".join(f"[{b.first_seq},{b.last_seq},{b.base_offset},{b.last_offset}]" for b in batches)
         + "]"
     )
-
