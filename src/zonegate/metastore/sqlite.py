@@ -7,13 +7,14 @@ process crash (kill -9), which is what an acknowledged produce relies on.
 
 The one exception is the leader's group commit (`commit_appends`, on every
 produce's path): it runs on the event loop's thread, on a second connection of
-that thread, when it can take the write lock at once. Such a commit writes a
-few pages to the WAL file and never fsyncs (synchronous=NORMAL; that
+that thread, when it gets the write lock within `_LOOP_BUSY_MS`. Such a commit
+writes a few pages to the WAL file and never fsyncs (synchronous=NORMAL; that
 connection never checkpoints, the worker does), so it takes a fraction of a
 millisecond, while the hop to the worker thread and back waits for the GIL
-(up to the 5 ms switch interval while the loop is busy). When the lock is held
-(another transaction of this process or of another process), the commit goes
-to the worker thread as before, which waits for the lock there.
+(up to the 5 ms switch interval while the loop is busy). The lock is mostly
+held by a short transaction of the worker itself (heartbeats, metadata polls),
+which the brief wait lets finish; when it is held longer (another process),
+the commit goes to the worker thread as before, which waits for the lock there.
 """
 
 from __future__ import annotations
@@ -166,14 +167,14 @@ class SqliteMetaStore(GroupTables):
 
         None for ":memory:" (a second connection would be another database), before
         the worker's connection has made the schema, and on any other thread than
-        the one that opened it. It never waits for a lock (busy_timeout 0) and never
+        the one that opened it. It waits at most `_LOOP_BUSY_MS` for a lock and never
         checkpoints (the worker does, see `_note_loop_commit`).
         """
         if self._path == ":memory:" or self._conn is None or self._loop_thread == -1:
             return None
         if self._loop_conn is None:
-            conn = sqlite3.connect(self._path, isolation_level=None, timeout=0.0)
-            conn.execute("PRAGMA busy_timeout=0")
+            conn = sqlite3.connect(self._path, isolation_level=None, timeout=_LOOP_BUSY_MS / 1000)
+            conn.execute(f"PRAGMA busy_timeout={_LOOP_BUSY_MS}")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA wal_autocheckpoint=0")
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
@@ -539,6 +540,10 @@ class SqliteMetaStore(GroupTables):
 
 
 _CHECKPOINT_EVERY = 256  # loop-thread commits between passive checkpoints
+# How long a commit on the loop's thread waits for the write lock (SQLite's busy
+# handler sleeps 1 ms, then 1 ms more, with the GIL released so the worker's
+# transaction can finish) before the commit goes to the worker instead.
+_LOOP_BUSY_MS = 2
 
 
 def _bump_version(db: sqlite3.Connection) -> None:
