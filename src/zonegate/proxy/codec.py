@@ -8,6 +8,7 @@ here touches a socket, so the codec is tested without a network.
 
 from __future__ import annotations
 
+import collections
 import io
 import struct
 from collections.abc import Callable
@@ -38,7 +39,10 @@ class FrameDecoder:
         self._max = max_frame_bytes
         # Received chunks not yet framed; joined only when a frame is complete, so a
         # 1 MiB produce request arriving in 64 KiB reads is copied once, not 16 times.
-        self._chunks: list[bytes] = []
+        # `_offset` is how much of the first chunk is taken already: a chunk holding
+        # several frames is sliced once per frame, never copied as a remainder.
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._offset = 0
         self._buffered = 0
         self._size: int | None = None
 
@@ -53,12 +57,16 @@ class FrameDecoder:
         need = n
         while need:
             chunk = self._chunks[0]
-            if len(chunk) <= need:
-                parts.append(self._chunks.pop(0))
-                need -= len(chunk)
+            start = self._offset
+            left = len(chunk) - start
+            if left <= need:
+                parts.append(chunk[start:] if start else chunk)
+                self._chunks.popleft()
+                self._offset = 0
+                need -= left
             else:
-                parts.append(chunk[:need])
-                self._chunks[0] = chunk[need:]
+                parts.append(chunk[start : start + need])
+                self._offset = start + need
                 need = 0
         self._buffered -= n
         return parts[0] if len(parts) == 1 else b"".join(parts)
