@@ -205,7 +205,10 @@ class SqliteMetaStore(GroupTables):
             finally:
                 self._checkpointing = False
 
-        self._executor.submit(checkpoint)
+        try:
+            self._executor.submit(checkpoint)
+        except RuntimeError:  # closing: the worker takes no more work
+            self._checkpointing = False
 
     async def close(self) -> None:
         if self._loop_conn is not None and self._loop_thread == threading.get_ident():

@@ -95,12 +95,19 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     # The WAL resolves futures in seal order, so awaiting them in staging order
     # suspends about once (they mostly share one object), without gather's wrapper.
     locations: list[WalEntryLocation | BaseException] = []
-    for w in works:
-        for f in w.staged or ():
-            try:
-                locations.append(await f)
-            except Exception as exc:
-                locations.append(exc)
+    try:
+        for w in works:
+            for f in w.staged or ():
+                try:
+                    locations.append(await f)
+                except Exception as exc:
+                    locations.append(exc)
+    except asyncio.CancelledError:
+        # The connection went away: no one will read the rest (as gather would do).
+        for w in works:
+            for f in w.staged or ():
+                f.cancel()
+        raise
     appends: list[AppendBatch] = []
     owners: list[_PartitionWork] = []
     it = iter(locations)
