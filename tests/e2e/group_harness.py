@@ -101,13 +101,17 @@ class Members:
         name: str | None = None,
     ) -> Member:
         name = name or f"{client}{len(self.all)}"
-        log = open(self.log_dir / f"{name}.log", "a")  # noqa: SIM115 - the child's stderr
         cmd = [sys.executable, "-m", "tests.e2e.group_worker", client, bootstrap, group, topic]
         cmd += ["--session-ms", str(session_ms)]
         if assignor:
             cmd += ["--assignor", assignor]
         if instance_id:
             cmd += ["--instance-id", instance_id]
+        return self.spawn(name, client, cmd)
+
+    def spawn(self, name: str, client: str, cmd: list[str]) -> Member:
+        """Runs a worker speaking the JSON-lines protocol above; its stderr goes to a log."""
+        log = open(self.log_dir / f"{name}.log", "a")  # noqa: SIM115 - the child's stderr
         proc = subprocess.Popen(
             cmd,
             stdout=subprocess.PIPE,

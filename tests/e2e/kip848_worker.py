@@ -15,23 +15,11 @@ leaves the group) and exits.
 from __future__ import annotations
 
 import argparse
-import json
 import signal
-import sys
-import time
 from typing import Any
 
-stop = False
-
-
-def emit(event: str, **fields: Any) -> None:
-    sys.stdout.write(json.dumps({"e": event, "t": time.monotonic(), **fields}) + "\n")
-    sys.stdout.flush()
-
-
-def _on_term(*_: object) -> None:
-    global stop
-    stop = True
+from tests.e2e import group_worker as worker
+from tests.e2e.group_worker import emit
 
 
 def main() -> None:
@@ -43,7 +31,7 @@ def main() -> None:
     p.add_argument("--instance-id", default="")
     p.add_argument("--client-id", default="kip848")
     args = p.parse_args()
-    signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGTERM, worker._on_term)
     emit("start")
 
     from confluent_kafka import Consumer, TopicPartition
@@ -80,7 +68,7 @@ def main() -> None:
     consumer.subscribe(
         args.topics.split(","), on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke
     )
-    while not stop:
+    while not worker.stop:
         msgs = consumer.consume(num_messages=200, timeout=0.2)
         last: dict[tuple[str, int], int] = {}
         for m in msgs:

@@ -10,10 +10,7 @@ observe from the consumers' own reports.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -21,7 +18,14 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import NodeFactory
-from tests.e2e.group_harness import ROOT, Member, check_delivery, consumed_all, split_ok, wait_for
+from tests.e2e.group_harness import (
+    Member,
+    Members,
+    check_delivery,
+    consumed_all,
+    split_ok,
+    wait_for,
+)
 from tests.e2e.test_groups import Producer, create_topic
 from tests.node_harness import RunningNode
 
@@ -36,14 +40,10 @@ NODE_ARGS = [
 ]
 
 
-class Kip848Members:
-    """KIP-848 member processes of one test; all stopped at the end."""
+class Kip848Members(Members):
+    """KIP-848 member processes (tests/e2e/kip848_worker.py) of one test."""
 
-    def __init__(self, log_dir: Path) -> None:
-        self.log_dir = log_dir
-        self.all: list[Member] = []
-
-    def start(
+    def start(  # type: ignore[override]
         self,
         bootstrap: str,
         group: str,
@@ -59,30 +59,7 @@ class Kip848Members:
             cmd += ["--assignor", assignor]
         if instance_id:
             cmd += ["--instance-id", instance_id]
-        log = open(self.log_dir / f"{name}.log", "a")  # noqa: SIM115 - the child's stderr
-        proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
-        member = Member(name, "ck848", proc)
-        threading.Thread(target=member._read, daemon=True).start()
-        self.all.append(member)
-        return member
-
-    def close(self) -> None:
-        for m in self.all:
-            if m.alive():
-                try:
-                    m.stop(10)
-                except Exception:
-                    m.kill9()
-
-    def events(self) -> list[dict[str, Any]]:
-        return sorted((e for m in self.all for e in m.snapshot()), key=lambda e: e["t"])
+        return self.spawn(name, "ck848", cmd)
 
 
 @pytest.fixture
