@@ -33,6 +33,16 @@ def emit(event: str, **fields: Any) -> None:
     sys.stdout.flush()
 
 
+def emit_records(batches: dict[Any, list[Any]]) -> dict[int, int]:
+    """Emits the records of a kafka-python/aiokafka poll; the last offset per partition."""
+    last: dict[int, int] = {}
+    for tp, msgs in batches.items():
+        for m in msgs:
+            emit("rec", p=tp.partition, o=m.offset, v=(m.value or b"").decode())
+            last[tp.partition] = m.offset
+    return last
+
+
 def _on_term(*_: object) -> None:
     global stop
     stop = True
@@ -131,11 +141,7 @@ def run_kp(args: argparse.Namespace) -> None:
     consumer.subscribe([args.topic], listener=Listener())
     while not stop:
         batches = consumer.poll(timeout_ms=200, max_records=200)
-        last: dict[int, int] = {}
-        for tp, msgs in batches.items():
-            for m in msgs:
-                emit("rec", p=tp.partition, o=m.offset, v=(m.value or b"").decode())
-                last[tp.partition] = m.offset
+        last = emit_records(batches)
         if last:
             try:
                 consumer.commit(
@@ -185,11 +191,7 @@ async def run_aio(args: argparse.Namespace) -> None:
     consumer.subscribe([args.topic], listener=Listener())
     while not stop:
         batches = await consumer.getmany(timeout_ms=200, max_records=200)
-        last: dict[int, int] = {}
-        for tp, msgs in batches.items():
-            for m in msgs:
-                emit("rec", p=tp.partition, o=m.offset, v=(m.value or b"").decode())
-                last[tp.partition] = m.offset
+        last = emit_records(batches)
         if last:
             try:
                 await consumer.commit(
