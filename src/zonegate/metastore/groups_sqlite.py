@@ -1,8 +1,8 @@
 """Consumer groups and committed offsets in the SQLite store (tables in sqlite.py's schema).
 
-A mixin over SqliteMetaStore's plumbing (`_run` runs a function in one
-transaction on the store's worker thread), kept apart so the group tables have
-one module of their own.
+A mixin over SqliteMetaStore's plumbing (`_run` runs a function in one write
+transaction on the store's worker thread, `_read` in one read transaction), kept
+apart so the group tables have one module of their own.
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ class GroupTables:
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         raise NotImplementedError
 
+    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        raise NotImplementedError
+
     async def load_group(self, group_id: str) -> GroupRecord | None:
         def fn(db: sqlite3.Connection) -> GroupRecord | None:
             row = db.execute(
@@ -27,7 +30,7 @@ class GroupTables:
             ).fetchone()
             return GroupRecord(*row) if row else None
 
-        return await self._run(fn)
+        return await self._read(fn)
 
     async def save_group(self, group: GroupRecord) -> None:
         await self._run(
@@ -47,7 +50,7 @@ class GroupTables:
         await self._run(fn)
 
     async def list_groups(self) -> list[GroupRecord]:
-        return await self._run(
+        return await self._read(
             lambda db: [
                 GroupRecord(*row)
                 for row in db.execute(
@@ -72,7 +75,7 @@ class GroupTables:
         )
 
     async def fetch_offsets(self, group_id: str) -> list[CommittedOffset]:
-        return await self._run(
+        return await self._read(
             lambda db: [
                 CommittedOffset(*row)
                 for row in db.execute(

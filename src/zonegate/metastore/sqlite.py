@@ -12,9 +12,10 @@ writes a few pages to the WAL file and never fsyncs (synchronous=NORMAL; that
 connection never checkpoints, the worker does), so it takes a fraction of a
 millisecond, while the hop to the worker thread and back waits for the GIL
 (up to the 5 ms switch interval while the loop is busy). The lock is mostly
-held by a short transaction of the worker itself (heartbeats, metadata polls),
-which the brief wait lets finish; when it is held longer (another process),
-the commit goes to the worker thread as before, which waits for the lock there.
+held by a short write of the worker itself (a heartbeat or lease renewal, one
+statement each; reads take no write lock, see `_read`), which the brief wait
+lets finish; when it is held longer (another process), the commit goes to the
+worker thread as before, which waits for the lock there.
 """
 
 from __future__ import annotations
@@ -148,12 +149,35 @@ class SqliteMetaStore(GroupTables):
         return self._conn
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """`fn` in a write transaction on the worker thread."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, lambda: self._tx(fn))
+        return await loop.run_in_executor(self._executor, lambda: self._tx(fn, "BEGIN IMMEDIATE"))
 
-    def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """`fn` in a read transaction: one snapshot, and no write lock taken.
+
+        A transaction holds SQLite's write lock from BEGIN IMMEDIATE to COMMIT, and
+        between its statements the worker waits for the GIL (up to the 5 ms switch
+        interval while the loop is busy); every produce's commit needs that lock.
+        So reads (the metadata polls several times a second) never take it.
+        """
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: self._tx(fn, "BEGIN"))
+
+    async def _write1(self, sql: str, params: Sequence[object]) -> int:
+        """One statement in its own implicit transaction; returns the rows it changed.
+
+        The write lock is held only inside the statement's C call (the GIL released),
+        never across a wait for the GIL between statements (see `_read`).
+        """
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, lambda: self._db().execute(sql, params).rowcount
+        )
+
+    def _tx(self, fn: Callable[[sqlite3.Connection], T], begin: str) -> T:
         db = self._db()
-        db.execute("BEGIN IMMEDIATE")
+        db.execute(begin)
         try:
             result = fn(db)
         except BaseException:
@@ -335,17 +359,17 @@ class SqliteMetaStore(GroupTables):
         return await self._run(fn)
 
     async def get_topic(self, name: str) -> TopicInfo | None:
-        return await self._run(lambda db: self._topic(db, "name", name))
+        return await self._read(lambda db: self._topic(db, "name", name))
 
     async def get_topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
-        return await self._run(lambda db: self._topic(db, "topic_id", str(topic_id)))
+        return await self._read(lambda db: self._topic(db, "topic_id", str(topic_id)))
 
     async def list_topics(self) -> list[TopicInfo]:
         def fn(db: sqlite3.Connection) -> list[TopicInfo]:
             names = [r[0] for r in db.execute("SELECT name FROM topics WHERE deleted = 0")]
             return [t for n in names if (t := self._topic(db, "name", n)) is not None]
 
-        return await self._run(fn)
+        return await self._read(fn)
 
     # -- streams ----------------------------------------------------------
     async def load_partition(self, stream_id: int) -> PartitionState:
@@ -368,10 +392,10 @@ class SqliteMetaStore(GroupTables):
             }
             return PartitionState(stream_id, row[0], row[1], row[2], producers)
 
-        return await self._run(fn)
+        return await self._read(fn)
 
     async def read_index(self, stream_id: int) -> list[IndexEntry]:
-        return await self._run(
+        return await self._read(
             lambda db: [
                 IndexEntry(*r)
                 for r in db.execute(
@@ -469,34 +493,28 @@ class SqliteMetaStore(GroupTables):
 
     # -- membership -------------------------------------------------------
     async def register_node(self, node: NodeRecord, lease_ms: int, now_ms: int) -> None:
-        await self._run(
-            lambda db: db.execute(
-                "INSERT INTO nodes (node_id, zone, kafka_host, kafka_port, rpc_host, rpc_port, "
-                "lease_expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(node_id) DO UPDATE "
-                "SET zone = excluded.zone, kafka_host = excluded.kafka_host, "
-                "kafka_port = excluded.kafka_port, rpc_host = excluded.rpc_host, "
-                "rpc_port = excluded.rpc_port, lease_expires_ms = excluded.lease_expires_ms",
-                (
-                    node.node_id,
-                    node.zone,
-                    node.kafka_host,
-                    node.kafka_port,
-                    node.rpc_host,
-                    node.rpc_port,
-                    now_ms + lease_ms,
-                ),
-            )
+        await self._write1(
+            "INSERT INTO nodes (node_id, zone, kafka_host, kafka_port, rpc_host, rpc_port, "
+            "lease_expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(node_id) DO UPDATE "
+            "SET zone = excluded.zone, kafka_host = excluded.kafka_host, "
+            "kafka_port = excluded.kafka_port, rpc_host = excluded.rpc_host, "
+            "rpc_port = excluded.rpc_port, lease_expires_ms = excluded.lease_expires_ms",
+            (
+                node.node_id,
+                node.zone,
+                node.kafka_host,
+                node.kafka_port,
+                node.rpc_host,
+                node.rpc_port,
+                now_ms + lease_ms,
+            ),
         )
 
     async def expire_node(self, node_id: int) -> None:
-        await self._run(
-            lambda db: db.execute(
-                "UPDATE nodes SET lease_expires_ms = 0 WHERE node_id = ?", (node_id,)
-            )
-        )
+        await self._write1("UPDATE nodes SET lease_expires_ms = 0 WHERE node_id = ?", (node_id,))
 
     async def list_nodes(self) -> list[NodeRecord]:
-        return await self._run(
+        return await self._read(
             lambda db: [
                 NodeRecord(*row)
                 for row in db.execute(
@@ -507,20 +525,15 @@ class SqliteMetaStore(GroupTables):
         )
 
     async def acquire_lease(self, name: str, holder: int, ttl_ms: int, now_ms: int) -> bool:
-        def fn(db: sqlite3.Connection) -> bool:
-            row = db.execute("SELECT holder, expires_ms FROM leases WHERE name = ?", (name,))
-            current = row.fetchone()
-            if current is not None and current[0] != holder and current[1] > now_ms:
-                return False
-            db.execute(
-                "INSERT INTO leases (name, holder, expires_ms) VALUES (?, ?, ?) "
-                "ON CONFLICT(name) DO UPDATE SET holder = excluded.holder, "
-                "expires_ms = excluded.expires_ms",
-                (name, holder, now_ms + ttl_ms),
-            )
-            return True
-
-        return await self._run(fn)
+        # One statement (see `_write1`): taken if free, expired, or already ours.
+        changed = await self._write1(
+            "INSERT INTO leases (name, holder, expires_ms) VALUES (?, ?, ?) "
+            "ON CONFLICT(name) DO UPDATE SET holder = excluded.holder, "
+            "expires_ms = excluded.expires_ms "
+            "WHERE leases.holder = excluded.holder OR leases.expires_ms <= ?",
+            (name, holder, now_ms + ttl_ms, now_ms),
+        )
+        return changed == 1
 
     async def move_partitions(self, moves: Sequence[tuple[int, int]]) -> None:
         def fn(db: sqlite3.Connection) -> None:
@@ -539,7 +552,7 @@ class SqliteMetaStore(GroupTables):
             found = row.fetchone()
             return int(found[0]) if found else 0
 
-        return await self._run(fn)
+        return await self._read(fn)
 
 
 _CHECKPOINT_EVERY = 256  # loop-thread commits between passive checkpoints
