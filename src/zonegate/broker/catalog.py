@@ -2,7 +2,9 @@
 
 Handlers ask the catalog, never the store, on the hot path. Changes made here
 update the cache at once; changes made by other nodes (topics, leader moves)
-arrive by `refresh`, which reloads only when the store's metadata version moved.
+arrive by `refresh`, which reloads only when the store's metadata version moved:
+every few hundred ms, and at once when a name is not in the cache (`lookup`), so
+a topic created through one node is known to the others the next moment.
 """
 
 from __future__ import annotations
@@ -112,16 +114,28 @@ class Catalog:
             self._put(t)
             return t
 
-    async def get_or_create(self, name: str, partitions: int) -> TopicInfo:
-        t = self.get(name)
+    async def lookup(self, name: str) -> TopicInfo | None:
+        """The topic, also when another node made it since this cache's last refresh.
+
+        A miss costs one read of the store's metadata version (a reload only if it
+        moved); a hit costs nothing, so handlers on the hot path may use it too.
+        """
+        t = self._by_name.get(name)
+        if t is None and await self.refresh():
+            t = self._by_name.get(name)
+        return t
+
+    async def get_or_create(self, name: str, partitions: int) -> TopicInfo | None:
+        """The topic, created if it does not exist; None if it went again meanwhile."""
+        t = await self.lookup(name)
         if t is not None:
             return t
         try:
             return await self.create(name, partitions, {})
         except TopicExists:
-            t = self.get(name)
-            assert t is not None
-            return t
+            # Another node made it after our refresh.
+            await self.refresh(force=True)
+            return self.get(name)
 
     async def delete(self, name: str) -> TopicInfo | None:
         async with self._lock:
@@ -137,6 +151,7 @@ class Catalog:
         if total > MAX_PARTITIONS:
             raise ValueError(f"number of partitions {total} is above {MAX_PARTITIONS}")
         async with self._lock:
+            await self.refresh()  # another node may have added some: count from the store's
             current = self._by_name.get(name)
             have = len(current.partitions) if current is not None else 0
             leaders = self._place(total - have, [p.leader_node for p in self._by_stream.values()])

@@ -17,6 +17,7 @@ API_KEY = 37
 @REGISTRY.register(API_KEY, 0, 3)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     node = ctx.node
+    await node.catalog.refresh()  # counts another node changed since the last refresh
     results = []
     for t in request.topics:
         code, message = ErrorCode.none, None

@@ -43,7 +43,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         code, message = ErrorCode.none, None
         values: dict[str, tuple[str, int]] = {}
         if res.resource_type == TOPIC:
-            topic = node.catalog.get(res.resource_name)
+            topic = await node.catalog.lookup(res.resource_name)
             if topic is None:
                 code = ErrorCode.unknown_topic_or_partition
                 message = f"topic {res.resource_name!r} does not exist"

@@ -62,7 +62,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     part_cls = cls(ctx, "ListOffsetsPartitionResponse")
     topics = []
     for t in request.topics:
-        topic = node.catalog.get(t.name)
+        topic = await node.catalog.lookup(t.name)
         answers = []
         for p in t.partitions:
             if topic is None or not 0 <= p.partition_index < len(topic.partitions):

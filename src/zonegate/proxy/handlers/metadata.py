@@ -97,6 +97,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             name = wanted.name
             if name is None:
                 by_id = node.catalog.by_id(wanted.topic_id)
+                if by_id is None and await node.catalog.refresh():
+                    by_id = node.catalog.by_id(wanted.topic_id)
                 answers.append(
                     topic_answer(by_id)
                     if by_id is not None
@@ -108,7 +110,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             except InvalidTopic:
                 answers.append(topic_error(name, ErrorCode.invalid_topic_exception))
                 continue
-            t = node.catalog.get(name)
+            t = await node.catalog.lookup(name)
             if t is None and allow_create:
                 t = await node.catalog.get_or_create(name, node.config.default_partitions)
             answers.append(
