@@ -10,6 +10,7 @@ kcat example does exactly that).
 from __future__ import annotations
 
 import datetime
+import threading
 import time
 import uuid
 from typing import Any
@@ -91,6 +92,38 @@ def test_partitions_added_in_one_zone_are_counted_in_another(node: RunningNode) 
             time.sleep(0.05)
     a.close()
     b.close()
+
+
+def test_same_total_asked_of_two_zones_at_once_is_made_once(node: RunningNode) -> None:
+    """Two nodes growing a topic to the same total at the same moment: one adds, not both."""
+    for i in range(5):
+        a, b = RawConnection(node.port), RawConnection(node.port + 1)
+        name = f"race-{i}"
+        assert _topic(a, name, allow_create=True).error_code == ErrorCode.none
+        assert _topic(b, name, allow_create=False).error_code == ErrorCode.none
+        total = len(_topic(a, name, allow_create=False).partitions) + 4
+        codes = _grow_at_once([a, b], name, total)
+        assert sorted(codes) == [ErrorCode.none, ErrorCode.invalid_partitions], codes
+        assert len(_topic(a, name, allow_create=False).partitions) == total
+        assert len(_topic(b, name, allow_create=False).partitions) == total
+        a.close()
+        b.close()
+
+
+def _grow_at_once(conns: list[RawConnection], name: str, total: int) -> list[ErrorCode]:
+    codes: list[ErrorCode] = []
+    start = threading.Barrier(len(conns))
+
+    def grow(conn: RawConnection) -> None:
+        start.wait()
+        codes.append(_grow(conn, name, total))
+
+    threads = [threading.Thread(target=grow, args=(c,)) for c in conns]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return codes
 
 
 def test_readme_kcat_example(node: RunningNode) -> None:

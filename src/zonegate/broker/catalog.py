@@ -16,7 +16,12 @@ from collections.abc import Callable
 
 from zonegate.broker.topic_configs import validate_topic_configs
 from zonegate.metastore.api import MetaStore
-from zonegate.metastore.models import PartitionInfo, TopicExists, TopicInfo
+from zonegate.metastore.models import (
+    PartitionCountChanged,
+    PartitionInfo,
+    TopicExists,
+    TopicInfo,
+)
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
@@ -151,10 +156,22 @@ class Catalog:
         if total > MAX_PARTITIONS:
             raise ValueError(f"number of partitions {total} is above {MAX_PARTITIONS}")
         async with self._lock:
-            await self.refresh()  # another node may have added some: count from the store's
-            current = self._by_name.get(name)
-            have = len(current.partitions) if current is not None else 0
-            leaders = self._place(total - have, [p.leader_node for p in self._by_stream.values()])
-            t = await self._meta.add_partitions(name, leaders)
-            self._put(t)
-            return t
+            for _ in range(3):
+                await self.refresh()  # counts other nodes changed
+                current = self._by_name.get(name)
+                have = len(current.partitions) if current is not None else 0
+                if total <= have:
+                    raise ValueError(
+                        f"topic {name!r} has {have} partitions; the new count {total} "
+                        "must be larger"
+                    )
+                leaders = self._place(
+                    total - have, [p.leader_node for p in self._by_stream.values()]
+                )
+                try:
+                    t = await self._meta.add_partitions(name, leaders, have)
+                except PartitionCountChanged:
+                    continue  # another node added some meanwhile: count again
+                self._put(t)
+                return t
+            raise ValueError(f"partitions of topic {name!r} kept changing; try again")

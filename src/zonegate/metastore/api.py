@@ -26,7 +26,12 @@ class MetaStore(Protocol):
 
     async def delete_topic(self, name: str) -> TopicInfo | None: ...
 
-    async def add_partitions(self, name: str, leaders: Sequence[int]) -> TopicInfo: ...
+    async def add_partitions(
+        self, name: str, leaders: Sequence[int], have: int | None = None
+    ) -> TopicInfo:
+        """Appends one partition per entry of `leaders`; PartitionCountChanged if the
+        topic no longer has `have` partitions (another node added some meanwhile)."""
+        ...
 
     async def set_topic_configs(self, name: str, configs: dict[str, str]) -> TopicInfo: ...
 

@@ -99,6 +99,14 @@ class TopicExists(MetaStoreError):
     pass
 
 
+class PartitionCountChanged(MetaStoreError):
+    """Partitions were added by someone else since the caller counted them."""
+
+    def __init__(self, name: str, expected: int, actual: int) -> None:
+        super().__init__(f"topic {name!r} has {actual} partitions, not the {expected} counted")
+        self.actual = actual
+
+
 class LeaderEpochFenced(MetaStoreError):
     """A commit named a leader epoch that is no longer the partition's."""
 

@@ -37,6 +37,7 @@ from zonegate.metastore.models import (
     MetaStoreError,
     NodeRecord,
     PartitionCommit,
+    PartitionCountChanged,
     PartitionInfo,
     PartitionState,
     ProducerBatch,
@@ -319,13 +320,22 @@ class SqliteMetaStore(GroupTables):
 
         return await self._run(fn)
 
-    async def add_partitions(self, name: str, leaders: Sequence[int]) -> TopicInfo:
-        """Appends one partition per entry of `leaders`, led by that node."""
+    async def add_partitions(
+        self, name: str, leaders: Sequence[int], have: int | None = None
+    ) -> TopicInfo:
+        """Appends one partition per entry of `leaders`, led by that node.
+
+        With `have`, only if the topic still has that many partitions (checked in the
+        same transaction), else PartitionCountChanged: two nodes growing a topic to the
+        same total at once must not both add.
+        """
 
         def fn(db: sqlite3.Connection) -> TopicInfo:
             info = self._topic(db, "name", name)
             if info is None:
                 raise MetaStoreError(f"topic {name!r} does not exist")
+            if have is not None and len(info.partitions) != have:
+                raise PartitionCountChanged(name, have, len(info.partitions))
             db.executemany(
                 "INSERT INTO partitions (topic_id, partition, leader_node, leader_epoch) "
                 "VALUES (?, ?, ?, 0)",
