@@ -212,4 +212,22 @@ def test_negative_and_bad_partitions(node: RunningNode) -> None:
     )
     assert resp.results[0].error_code == ErrorCode.none
     assert _produce(conn, {("ok", 4): _batch()}) == {("ok", 4): ErrorCode.none}
+    # validate_only: the same checks, nothing added.
+    for name, count, code in (
+        ("ok", 5, ErrorCode.invalid_partitions),
+        ("ok", 20_000, ErrorCode.invalid_partitions),
+        ("nope", 9, ErrorCode.unknown_topic_or_partition),
+        ("ok", 9, ErrorCode.none),
+    ):
+        resp = conn.request(
+            CreatePartitionsRequest(
+                topics=(CreatePartitionsTopic(name=name, count=count, assignments=None),),
+                timeout=T,
+                validate_only=True,
+            )
+        )
+        assert resp.results[0].error_code == code, (name, count)
+    assert _produce(conn, {("ok", 5): _batch()}) == {
+        ("ok", 5): ErrorCode.unknown_topic_or_partition
+    }
     conn.close()

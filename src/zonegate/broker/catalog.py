@@ -152,19 +152,30 @@ class Catalog:
                     self._by_stream.pop(p.stream_id, None)
             return t
 
-    async def add_partitions(self, name: str, total: int) -> TopicInfo:
-        if total > MAX_PARTITIONS:
-            raise ValueError(f"number of partitions {total} is above {MAX_PARTITIONS}")
+    async def add_partitions(
+        self, name: str, total: int, *, validate_only: bool = False
+    ) -> TopicInfo:
+        """Grows the topic to `total` partitions, counting from the store's view.
+
+        LookupError if the topic does not exist, ValueError if `total` is not a
+        growth or too many; `validate_only` runs every check and adds nothing.
+        """
         async with self._lock:
             for _ in range(3):
                 await self.refresh()  # counts other nodes changed
                 current = self._by_name.get(name)
-                have = len(current.partitions) if current is not None else 0
+                if current is None:
+                    raise LookupError(f"topic {name!r} does not exist")
+                have = len(current.partitions)
+                if total > MAX_PARTITIONS:
+                    raise ValueError(f"number of partitions {total} is above {MAX_PARTITIONS}")
                 if total <= have:
                     raise ValueError(
                         f"topic {name!r} has {have} partitions; the new count {total} "
                         "must be larger"
                     )
+                if validate_only:
+                    return current
                 leaders = self._place(
                     total - have, [p.leader_node for p in self._by_stream.values()]
                 )

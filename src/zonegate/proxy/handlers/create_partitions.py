@@ -17,24 +17,15 @@ API_KEY = 37
 @REGISTRY.register(API_KEY, 0, 3)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     node = ctx.node
-    await node.catalog.refresh()  # counts another node changed since the last refresh
     results = []
     for t in request.topics:
         code, message = ErrorCode.none, None
-        topic = node.catalog.get(t.name)
-        if topic is None:
-            code, message = ErrorCode.unknown_topic_or_partition, f"topic {t.name!r} does not exist"
-        elif t.count <= len(topic.partitions):
-            code = ErrorCode.invalid_partitions
-            message = (
-                f"topic {t.name!r} has {len(topic.partitions)} partitions; "
-                f"the new count {t.count} must be larger"
-            )
-        elif not request.validate_only:
-            try:
-                await node.catalog.add_partitions(t.name, t.count)
-            except ValueError as exc:
-                code, message = ErrorCode.invalid_partitions, str(exc)
+        try:
+            await node.catalog.add_partitions(t.name, t.count, validate_only=request.validate_only)
+        except LookupError as exc:
+            code, message = ErrorCode.unknown_topic_or_partition, str(exc)
+        except ValueError as exc:
+            code, message = ErrorCode.invalid_partitions, str(exc)
         results.append(
             make(
                 cls(ctx, "CreatePartitionsTopicResult"),
