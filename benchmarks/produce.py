@@ -207,6 +207,8 @@ def main() -> None:
         help="the client's linger.ms in the latency phase (default 5, as in the throughput phase)",
     )
     args = parser.parse_args()
+    if args.latency_rounds < 1:
+        parser.error(f"--latency-rounds must be at least 1, got {args.latency_rounds}")
     rounds: list[tuple[dict[str, float], dict[str, float]]] = []
     with zonegate_node(args) as (conf, s3_report):
         z = run_producer(conf, "bench", args.records, args.partitions)
