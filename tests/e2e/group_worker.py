@@ -48,34 +48,6 @@ def _on_term(*_: object) -> None:
     stop = True
 
 
-def python_client_conf(args: argparse.Namespace, assignors: dict[str, Any]) -> dict[str, Any]:
-    """KafkaConsumer / AIOKafkaConsumer settings, which share their names."""
-    return {
-        "bootstrap_servers": args.bootstrap,
-        "group_id": args.group,
-        "enable_auto_commit": False,
-        "auto_offset_reset": "earliest",
-        "session_timeout_ms": args.session_ms,
-        "heartbeat_interval_ms": min(1000, args.session_ms // 3),
-        "partition_assignment_strategy": [assignors[args.assignor or "range"]],
-        "metadata_max_age_ms": 1000,
-        "group_instance_id": args.instance_id or None,
-    }
-
-
-def emitting_listener(base: type) -> Any:
-    """A rebalance listener (kafka-python's or aiokafka's base) that emits the assignment."""
-
-    class Listener(base):  # type: ignore[misc]
-        def on_partitions_revoked(self, revoked: Any) -> None:
-            emit("assigned", parts=[])
-
-        def on_partitions_assigned(self, assigned: Any) -> None:
-            emit("assigned", parts=sorted(tp.partition for tp in assigned))
-
-    return Listener()
-
-
 def run_ck(args: argparse.Namespace) -> None:
     from confluent_kafka import Consumer, TopicPartition
 
@@ -147,9 +119,26 @@ def run_kp(args: argparse.Namespace) -> None:
         "sticky": StickyPartitionAssignor,
     }
     consumer = KafkaConsumer(
-        client_id=f"kp-{args.instance_id or 'dyn'}", **python_client_conf(args, assignors)
+        bootstrap_servers=args.bootstrap,
+        group_id=args.group,
+        client_id=f"kp-{args.instance_id or 'dyn'}",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=args.session_ms,
+        heartbeat_interval_ms=min(1000, args.session_ms // 3),
+        partition_assignment_strategy=[assignors[args.assignor or "range"]],
+        metadata_max_age_ms=1000,
+        group_instance_id=args.instance_id or None,
     )
-    consumer.subscribe([args.topic], listener=emitting_listener(ConsumerRebalanceListener))
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            emit("assigned", parts=[])
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            emit("assigned", parts=sorted(tp.partition for tp in assigned))
+
+    consumer.subscribe([args.topic], listener=Listener())
     while not stop:
         batches = consumer.poll(timeout_ms=200, max_records=200)
         last = emit_records(batches)
@@ -179,9 +168,27 @@ async def run_aio(args: argparse.Namespace) -> None:
         "roundrobin": RoundRobinPartitionAssignor,
         "sticky": StickyPartitionAssignor,
     }
-    consumer = AIOKafkaConsumer(**python_client_conf(args, assignors))
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=args.bootstrap,
+        group_id=args.group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=args.session_ms,
+        heartbeat_interval_ms=min(1000, args.session_ms // 3),
+        partition_assignment_strategy=[assignors[args.assignor or "range"]],
+        metadata_max_age_ms=1000,
+        group_instance_id=args.instance_id or None,
+    )
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            emit("assigned", parts=[])
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            emit("assigned", parts=sorted(tp.partition for tp in assigned))
+
     await consumer.start()
-    consumer.subscribe([args.topic], listener=emitting_listener(ConsumerRebalanceListener))
+    consumer.subscribe([args.topic], listener=Listener())
     while not stop:
         batches = await consumer.getmany(timeout_ms=200, max_records=200)
         last = emit_records(batches)
