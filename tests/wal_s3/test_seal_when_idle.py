@@ -15,7 +15,10 @@ pytestmark = pytest.mark.unit
 
 
 class _GatedStore:
-    """Holds every PUT until the test opens the gate."""
+    """Holds every PUT until the test opens the gate (and so does not pack: a packing
+    store's objects would go to `put_packed`, past the gate)."""
+
+    packs = False
 
     def __init__(self, inner, gate: asyncio.Event) -> None:  # type: ignore[no-untyped-def]
         self.inner = inner

@@ -69,6 +69,18 @@ class ObjectStore(Protocol):
     async def close(self) -> None: ...
 
 
+@runtime_checkable
+class PackingObjectStore(ObjectStore, Protocol):
+    """A store that can also append small objects to shared pack files (the local
+    store: docs/object-store.md, "Pack files"). `put_packed` returns the key the
+    object can be read by; it is not chosen by the caller."""
+
+    @property
+    def packs(self) -> bool: ...
+
+    async def put_packed(self, prefix: str, data: bytes) -> str: ...
+
+
 def check_range(start: int, length: int) -> None:
     if start < 0 or length <= 0:
         raise ValueError(f"bad range start={start} length={length}: need start >= 0, length > 0")

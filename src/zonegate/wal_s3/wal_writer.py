@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from zonegate.wal_s3.object_store import ObjectStore
+from zonegate.wal_s3.object_store import ObjectStore, PackingObjectStore
 from zonegate.wal_s3.wal_format import WalEntryLocation, encode_wal_object
 
 __all__ = [
@@ -89,6 +89,9 @@ class WalWriter:
                 f"max_inflight_uploads ({max_inflight_uploads}) must be positive"
             )
         self._store = store
+        # A store that packs (the local one) is given each object to append to a
+        # pack file, and says under which key it can be read.
+        self._packer = store if isinstance(store, PackingObjectStore) and store.packs else None
         self._node_id = node_id
         self._seal_bytes = seal_bytes
         self._seal_age_s = seal_age_s
@@ -207,7 +210,10 @@ class WalWriter:
         assert obj is not None
         if obj.timer is not None:
             obj.timer.cancel()
-        key = f"{self._key_prefix}{self._node_id}/{self._seq:012d}-{self._run_id}"
+        if self._packer is None:
+            key = f"{self._key_prefix}{self._node_id}/{self._seq:012d}-{self._run_id}"
+        else:
+            key = f"{self._key_prefix}{self._node_id}/(packed object {self._seq})"
         self._seq += 1
         data, locations = encode_wal_object(
             self._node_id, time.time_ns() // 1_000_000, obj.entries, object_key=key
@@ -235,7 +241,17 @@ class WalWriter:
 
     async def _upload(self, sealed: _SealedObject) -> None:
         try:
-            await self._store.put(sealed.key, sealed.data)
+            if self._packer is None:
+                await self._store.put(sealed.key, sealed.data)
+            else:
+                key = await self._packer.put_packed(
+                    f"{self._key_prefix}{self._node_id}/", sealed.data
+                )
+                sealed.key = key
+                sealed.locations = [
+                    WalEntryLocation(key, loc.stream_id, loc.position, loc.length)
+                    for loc in sealed.locations
+                ]
         except asyncio.CancelledError:
             sealed.error = WalUploadFailed(sealed.key, WalWriterClosed("closed without drain"))
             raise
