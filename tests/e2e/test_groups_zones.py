@@ -80,3 +80,67 @@ def test_group_across_zones_survives_coordinator_kill(cluster: Cluster, members:
     wait_for("the newcomer read the new records", lambda: len(late.records()) >= 30)
     assert len(late.records()) == 30
     check_delivery(members.events(), prod.in_order())
+
+
+def test_a_group_call_waits_for_the_new_coordinator_instead_of_closing_the_connection(
+    cluster: Cluster,
+) -> None:
+    """A zone node forwarding a group call to an owner that just died waits for the view to
+    name the next owner (within a lease) and answers, on the same connection: a client's
+    fetches share that connection, and closing it stalled a kafka-python member."""
+    from kio.schema.offset_commit.v8.request import (
+        OffsetCommitRequest,
+        OffsetCommitRequestPartition,
+        OffsetCommitRequestTopic,
+    )
+    from kio.schema.offset_fetch.v7.request import OffsetFetchRequest, OffsetFetchRequestTopic
+    from kio.static.primitive import i32, i64
+
+    ids = [n.node_id for n in cluster.nodes]
+    asker = cluster.in_zone("zone-b")[0]
+    # A group owned by a node of another zone, so the call is forwarded.
+    group = next(
+        g
+        for g in (f"fwd-{i}" for i in range(1000))
+        if choose_node(g, -1, ids) in {n.node_id for n in cluster.in_zone("zone-a")}
+    )
+    owner = next(n for n in cluster.nodes if n.node_id == choose_node(group, -1, ids))
+    topic = "forwarded-commits"
+    create_topic(cluster.nodes[0].bootstrap, topic, 1)
+
+    def commit(conn: RawConnection, offset: int) -> ErrorCode:
+        answer = conn.request(
+            OffsetCommitRequest(
+                group_id=group,
+                member_id="",
+                topics=(
+                    OffsetCommitRequestTopic(
+                        name=topic,
+                        partitions=(
+                            OffsetCommitRequestPartition(
+                                partition_index=i32(0),
+                                committed_offset=i64(offset),
+                                committed_metadata=None,
+                            ),
+                        ),
+                    ),
+                ),
+            )
+        )
+        code: ErrorCode = answer.topics[0].partitions[0].error_code
+        return code
+
+    conn = RawConnection(asker.port, timeout=30.0)
+    assert commit(conn, 7) is ErrorCode.none
+    owner.kill9()
+    # The next call reaches the dead owner first; it is answered, not dropped.
+    assert commit(conn, 9) is ErrorCode.none
+    fetched = conn.request(
+        OffsetFetchRequest(
+            group_id=group,
+            topics=(OffsetFetchRequestTopic(name=topic, partition_indexes=(i32(0),)),),
+        )
+    )
+    assert fetched.error_code is ErrorCode.none
+    assert fetched.topics[0].partitions[0].committed_offset == 9
+    conn.close()

@@ -33,7 +33,11 @@ BytesHook = Callable[[int, int], None]
 
 
 class LeaderUnavailable(Exception):
-    pass
+    def __init__(self, message: str, *, unreachable: bool = False) -> None:
+        super().__init__(message)
+        # UNAVAILABLE: the node could not be reached (down, refusing connections),
+        # as opposed to reached and slow (DEADLINE_EXCEEDED) or failing.
+        self.unreachable = unreachable
 
 
 def entry_from_pb(e: Any) -> IndexEntry:
@@ -154,8 +158,8 @@ class RemoteLeader:
     ) -> bytes:
         """Passes a consumer-group request to the group's coordinator; its answer's body.
 
-        One attempt: a JoinGroup may wait a whole rebalance, and a client whose
-        coordinator cannot be reached looks it up again (its connection is closed).
+        One attempt: a JoinGroup may wait a whole rebalance. The caller
+        (proxy/forward.py) tries the next owner when this one is unreachable.
         """
         request = pb.CoordinateRequest(
             from_node=self._from_node,
@@ -168,7 +172,10 @@ class RemoteLeader:
         try:
             response = await self._stub.Coordinate(request, timeout=timeout_s)
         except grpc.aio.AioRpcError as exc:
-            raise LeaderUnavailable(f"coordinator {self.target}: {exc.code().name}") from exc
+            raise LeaderUnavailable(
+                f"coordinator {self.target}: {exc.code().name}",
+                unreachable=exc.code() == grpc.StatusCode.UNAVAILABLE,
+            ) from exc
         self._count(request, response)
         return bytes(response.body)
 

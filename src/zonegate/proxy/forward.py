@@ -6,6 +6,14 @@ not coordinate the group itself, it passes the Kafka request body over gRPC
 back. Clients keep all their connections inside their zone; only group
 metadata crosses, counted as forwarding RPC bytes.
 
+When the owner cannot be reached (it died), the call waits, up to a lease
+and a bit, for the membership view to name another owner, and goes there (or
+is answered here): the client's connection to this node, which also carries
+its fetches, stays open. Closing it made a kafka-python member of the
+cross-zone coordinator-kill test stall on one partition for the rest of the
+test, about one full-suite run in three. Only if the view still names the
+unreachable node after that is the call refused.
+
 A node asked to coordinate a group it does not own (two nodes briefly
 disagreeing about live members) refuses rather than keep a second copy of the
 group; the client's connection is then closed and it looks the coordinator up
@@ -14,11 +22,14 @@ again, as Kafka clients do after losing their coordinator.
 
 from __future__ import annotations
 
+import asyncio
 import io
+import time
 from typing import TYPE_CHECKING, Any
 
 from kio.static.protocol import RequestPayload, ResponsePayload
 
+from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
 from zonegate.proxy.codec import _reader, _writer, request_type, response_type
 from zonegate.proxy.context import ClientInfo, RequestContext
 
@@ -41,22 +52,40 @@ async def on_owner(
 ) -> Any | None:
     """The owner's answer when another node coordinates `group_id`; None to answer here."""
     node = ctx.node
-    owner = node.group_owner(group_id)
-    if owner == node.config.node_id:
-        return None
-    if ctx.forwarded:
-        raise NotCoordinator(f"group {group_id!r}: forwarded here, but node {owner} coordinates it")
-    remote = node.coordinator_peer(owner)
-    if remote is None:
-        raise NotCoordinator(f"group {group_id!r}: coordinator node {owner} is not reachable")
-    body = await remote.coordinate(
-        ctx.api_key,
-        ctx.api_version,
-        _encode(request),
-        client_id=ctx.client_id or "",
-        client_host=ctx.client.host,
-        timeout_s=timeout_s,
-    )
+    payload = _encode(request)
+    # A dead owner leaves the live set within its lease; then the group has a new one.
+    deadline = time.monotonic() + node.config.lease_ms / 1000 + 2.0
+    unreachable: int | None = None
+    delay = 0.05
+    while True:
+        owner = node.group_owner(group_id)
+        if owner == node.config.node_id:
+            return None
+        if ctx.forwarded:
+            raise NotCoordinator(
+                f"group {group_id!r}: forwarded here, but node {owner} coordinates it"
+            )
+        remote = node.coordinator_peer(owner) if owner != unreachable else None
+        if remote is not None:
+            try:
+                body = await remote.coordinate(
+                    ctx.api_key,
+                    ctx.api_version,
+                    payload,
+                    client_id=ctx.client_id or "",
+                    client_host=ctx.client.host,
+                    timeout_s=timeout_s,
+                )
+                break
+            except LeaderUnavailable as exc:
+                if not exc.unreachable:
+                    raise  # reached and slow or failing: no other owner is coming
+                # Not retried on the same node: the call may have reached it.
+                unreachable = owner
+        if time.monotonic() >= deadline:
+            raise NotCoordinator(f"group {group_id!r}: coordinator node {owner} is not reachable")
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.5)
     answer, _ = _reader(response_type(ctx.api_key, ctx.api_version))(body, 0)
     return answer
 
