@@ -9,9 +9,8 @@ metadata crosses, counted as forwarding RPC bytes.
 When the owner cannot be reached (it died), the call waits, up to a lease
 and a bit, for the membership view to name another owner, and goes there (or
 is answered here): the client's connection to this node, which also carries
-its fetches, stays open. Closing it made a kafka-python member of the
-cross-zone coordinator-kill test stall on one partition for the rest of the
-test, about one full-suite run in three. Only if the view still names the
+its fetches, stays open, as it would with Kafka, where the coordinator's death
+does not touch the client's other connections. Only if the view still names the
 unreachable node after that is the call refused.
 
 A node asked to coordinate a group it does not own (two nodes briefly
