@@ -38,6 +38,9 @@ class Membership:
         self._interval = interval_s
         self._clock = clock_ms
         self._nodes: list[NodeRecord] = []
+        # The same records by id (node ids are the store's key, so unique); rebuilt
+        # with `_nodes`, so it is never older than the list.
+        self._by_id: dict[int, NodeRecord] = {}
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -46,7 +49,8 @@ class Membership:
 
     async def renew(self) -> None:
         await self._meta.register_node(self.me, self.lease_ms, self._clock())
-        self._nodes = await self._meta.list_nodes()
+        nodes = await self._meta.list_nodes()
+        self._nodes, self._by_id = nodes, {n.node_id: n for n in nodes}
 
     async def _loop(self) -> None:
         while True:
@@ -66,6 +70,13 @@ class Membership:
     def live_nodes(self) -> list[NodeRecord]:
         now = self._clock()
         return [n for n in self._nodes if n.live(now) or n.node_id == self.me.node_id]
+
+    def zone_of(self, node_id: int) -> str:
+        """The node's zone if `live_nodes()` lists it now, else "" (asked on every request)."""
+        n = self._by_id.get(node_id)
+        if n is None or not (n.live(self._clock()) or n.node_id == self.me.node_id):
+            return ""
+        return n.zone
 
     def node(self, node_id: int) -> NodeRecord | None:
         return next((n for n in self._nodes if n.node_id == node_id), None)

@@ -189,7 +189,7 @@ class Node:
         return self.membership.node(chosen)
 
     def _on_rpc_served(self, from_node: int, bytes_in: int, bytes_out: int) -> None:
-        zone = self.view.zone_of(from_node) if from_node >= 0 else ""
+        zone = self.membership.zone_of(from_node) if from_node >= 0 else ""
         self.accounting.add(
             FORWARD_RPC,
             peer_zone=zone,

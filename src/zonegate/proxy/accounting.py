@@ -27,6 +27,7 @@ def _topics(api_key: int, body: Any) -> list[str]:
 def account_request(ctx: RequestContext, body: Any, response_bytes: int) -> None:
     node = ctx.node
     client_zone = node.client_zone(ctx.client_id, ctx.client.host)
+    client_id = ctx.client_id or ""
     kind = _KIND.get(ctx.api_key, OTHER)
     topics = _topics(ctx.api_key, body) or [""]
     n = len(topics)
@@ -34,7 +35,7 @@ def account_request(ctx: RequestContext, body: Any, response_bytes: int) -> None
         leader_zone = ""
         t = node.catalog.get(topic) if topic else None
         if t is not None and t.partitions:
-            leader_zone = node.view.zone_of(t.partitions[0].leader_node)
+            leader_zone = node.membership.zone_of(t.partitions[0].leader_node)
         # Integer split that still sums to the exact totals.
         bytes_in = ctx.request_bytes // n + (1 if i < ctx.request_bytes % n else 0)
         bytes_out = response_bytes // n + (1 if i < response_bytes % n else 0)
@@ -44,7 +45,7 @@ def account_request(ctx: RequestContext, body: Any, response_bytes: int) -> None
             peer_zone=client_zone,
             leader_zone=leader_zone,
             topic=topic,
-            client_id=ctx.client_id or "",
+            client_id=client_id,
             bytes_in=bytes_in,
             bytes_out=bytes_out,
             requests=1 if i == 0 else 0,

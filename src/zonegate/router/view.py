@@ -37,6 +37,3 @@ class ClusterView:
             return choose_node(p.topic, p.partition, [n.node_id for n in nodes])
         live = {n.node_id for n in self._live()}
         return p.leader_node if p.leader_node in live else -1
-
-    def zone_of(self, node_id: int) -> str:
-        return next((n.zone for n in self._live() if n.node_id == node_id), "")
