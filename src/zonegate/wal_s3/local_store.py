@@ -75,7 +75,6 @@ class LocalObjectStore:
         inline_bytes: int = DEFAULT_INLINE_BYTES,
     ) -> None:
         self._root = Path(root).resolve()
-        self._root_str = str(self._root)
         self._fsync = fsync
         self._pack_bytes = 0 if fsync else pack_bytes
         self._inline_bytes = inline_bytes
@@ -133,8 +132,8 @@ class LocalObjectStore:
             raise ValueError("this local store does not pack objects (fsync is on)")
         header = record_header(len(data))
         if len(data) > self._inline_bytes:
-            path = self._root.joinpath(*self._parts(self._new_pack_key(prefix)))
-            key = await asyncio.to_thread(self._write_alone, path, header, data)
+            key = self._new_pack_key(prefix)
+            await asyncio.to_thread(self._write_alone, self._path(key), header, data)
             return PackedKey(key, RECORD_HEADER_SIZE, len(data)).key
         pack = self._packs.get(prefix)
         if pack is not None and pack.size + RECORD_HEADER_SIZE + len(data) > self._pack_bytes:
@@ -159,8 +158,7 @@ class LocalObjectStore:
 
     def _open_pack(self, prefix: str) -> _Pack:
         key = self._new_pack_key(prefix)
-        path = str(self._root.joinpath(*self._parts(key)))
-        fd = _create(path, self._dirs)
+        fd = _create(str(self._path(key)), self._dirs)
         pack = self._packs[prefix] = _Pack(key, fd)
         return pack
 
@@ -169,13 +167,12 @@ class LocalObjectStore:
         if pack is not None:
             os.close(pack.fd)
 
-    def _write_alone(self, path: Path, header: bytes, data: bytes) -> str:
+    def _write_alone(self, path: Path, header: bytes, data: bytes) -> None:
         fd = _create(str(path), self._dirs)
         try:
             _pwrite_all(fd, header, data, 0)
         finally:
             os.close(fd)
-        return path.relative_to(self._root).as_posix()
 
     def _read_packed(self, packed: PackedKey, key: str, start: int, length: int) -> bytes:
         path = self._path(packed.pack)
@@ -205,19 +202,11 @@ class LocalObjectStore:
 
     def _write(self, path: Path, data: bytes, exclusive: bool) -> bool:
         parent = str(path.parent)
-        if parent not in self._dirs:
-            os.makedirs(parent, exist_ok=True)
-            self._dirs.add(parent)
         final = str(path)
         tmp = os.path.join(parent, f"{_TMP_PREFIX}{path.name}-{secrets.token_hex(6)}")
         placed = False
         try:
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-            except FileNotFoundError:
-                # The directory went away (deleted by hand): make it again, once.
-                os.makedirs(parent, exist_ok=True)
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            fd = _create(tmp, self._dirs)
             try:
                 view = memoryview(data)
                 while view:

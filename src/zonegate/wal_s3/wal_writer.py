@@ -97,7 +97,7 @@ class WalWriter:
         self._seal_age_s = seal_age_s
         self._max_inflight = max_inflight_uploads
         self._clock = clock
-        self._key_prefix = key_prefix
+        self._node_prefix = f"{key_prefix}{node_id}/"  # this node's WAL objects' keys
         self._on_uploaded = on_uploaded
         self._max_queued = 2 * seal_bytes if max_queued_bytes is None else max_queued_bytes
         # A sequence restarts with the process; the random run id keeps keys
@@ -211,9 +211,9 @@ class WalWriter:
         if obj.timer is not None:
             obj.timer.cancel()
         if self._packer is None:
-            key = f"{self._key_prefix}{self._node_id}/{self._seq:012d}-{self._run_id}"
+            key = f"{self._node_prefix}{self._seq:012d}-{self._run_id}"
         else:
-            key = f"{self._key_prefix}{self._node_id}/(packed object {self._seq})"
+            key = f"{self._node_prefix}(packed object {self._seq})"
         self._seq += 1
         data, locations = encode_wal_object(
             self._node_id, time.time_ns() // 1_000_000, obj.entries, object_key=key
@@ -244,9 +244,7 @@ class WalWriter:
             if self._packer is None:
                 await self._store.put(sealed.key, sealed.data)
             else:
-                key = await self._packer.put_packed(
-                    f"{self._key_prefix}{self._node_id}/", sealed.data
-                )
+                key = await self._packer.put_packed(self._node_prefix, sealed.data)
                 sealed.key = key
                 sealed.locations = [
                     WalEntryLocation(key, loc.stream_id, loc.position, loc.length)
