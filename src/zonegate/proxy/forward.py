@@ -51,7 +51,7 @@ async def on_owner(
 ) -> Any | None:
     """The owner's answer when another node coordinates `group_id`; None to answer here."""
     node = ctx.node
-    payload = _encode(request)
+    payload: bytes | None = None  # encoded once, and only if the call is passed on
     # A dead owner leaves the live set within its lease; then the group has a new one.
     deadline = time.monotonic() + node.config.lease_ms / 1000 + 2.0
     unreachable: int | None = None
@@ -66,6 +66,8 @@ async def on_owner(
             )
         remote = node.coordinator_peer(owner) if owner != unreachable else None
         if remote is not None:
+            if payload is None:
+                payload = _encode(request)
             try:
                 body = await remote.coordinate(
                     ctx.api_key,
