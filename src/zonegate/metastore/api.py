@@ -45,6 +45,16 @@ class MetaStore(Protocol):
 
     async def read_index(self, stream_id: int) -> list[IndexEntry]: ...
 
+    async def epoch_end_offset(self, stream_id: int, epoch: int) -> tuple[int, int] | None:
+        """Where leader epoch `epoch` of the stream ended, as Kafka's leader-epoch cache
+        answers it: (the newest epoch at or before `epoch`, the first offset of the
+        epoch after it); None when no later epoch began.
+
+        Epoch 0 starts at offset 0 with the partition and is not recorded; every leader
+        move records its new epoch and the offset it starts at.
+        """
+        ...
+
     async def commit_appends(self, commits: Sequence[PartitionCommit]) -> set[int]:
         """Commits all in one transaction; returns the stream ids fenced (epoch moved)."""
         ...

@@ -82,6 +82,12 @@ CREATE TABLE IF NOT EXISTS stream_index (
     max_timestamp INTEGER NOT NULL,
     PRIMARY KEY (stream_id, base_offset)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leader_epochs (
+    stream_id INTEGER NOT NULL,
+    leader_epoch INTEGER NOT NULL,
+    start_offset INTEGER NOT NULL,
+    PRIMARY KEY (stream_id, leader_epoch)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS producer_state (
     stream_id INTEGER NOT NULL,
     producer_id INTEGER NOT NULL,
@@ -308,6 +314,7 @@ class SqliteMetaStore(GroupTables):
             for p in info.partitions:
                 db.execute("DELETE FROM stream_index WHERE stream_id = ?", (p.stream_id,))
                 db.execute("DELETE FROM producer_state WHERE stream_id = ?", (p.stream_id,))
+                db.execute("DELETE FROM leader_epochs WHERE stream_id = ?", (p.stream_id,))
                 db.execute(
                     "UPDATE partitions SET leader_epoch = leader_epoch + 1 WHERE stream_id = ?",
                     (p.stream_id,),
@@ -415,6 +422,24 @@ class SqliteMetaStore(GroupTables):
                 )
             ]
         )
+
+    async def epoch_end_offset(self, stream_id: int, epoch: int) -> tuple[int, int] | None:
+        def fn(db: sqlite3.Connection) -> tuple[int, int] | None:
+            later = db.execute(
+                "SELECT start_offset FROM leader_epochs WHERE stream_id = ? AND leader_epoch > ? "
+                "ORDER BY leader_epoch LIMIT 1",
+                (stream_id, epoch),
+            ).fetchone()
+            if later is None:
+                return None
+            (floor,) = db.execute(
+                "SELECT MAX(leader_epoch) FROM leader_epochs WHERE stream_id = ? "
+                "AND leader_epoch <= ?",
+                (stream_id, epoch),
+            ).fetchone()
+            return (epoch if floor is None else int(floor)), int(later[0])
+
+        return await self._read(fn)
 
     async def commit_appends(self, commits: Sequence[PartitionCommit]) -> set[int]:
         # One statement per kind of row for the whole cycle, not per partition: this
@@ -551,6 +576,13 @@ class SqliteMetaStore(GroupTables):
                 "UPDATE partitions SET leader_node = ?, leader_epoch = leader_epoch + 1 "
                 "WHERE stream_id = ?",
                 [(node, sid) for sid, node in moves],
+            )
+            # Commits are fenced by epoch in their own transactions, so the next offset
+            # now is the first the new epoch can write.
+            db.executemany(
+                "INSERT OR REPLACE INTO leader_epochs (stream_id, leader_epoch, start_offset) "
+                "SELECT stream_id, leader_epoch, next_offset FROM partitions WHERE stream_id = ?",
+                [(sid,) for sid, _ in moves],
             )
             _bump_version(db)
 
