@@ -154,11 +154,37 @@ def split_ok(members: Iterable[Member], partitions: int) -> bool:
 
 
 def consumed_all(members: Iterable[Member], produced: dict[int, int]) -> bool:
+    seen = _seen(members)
+    return all(len(seen[p]) >= n for p, n in produced.items())
+
+
+def _seen(members: Iterable[Member]) -> dict[int, set[int]]:
     seen: dict[int, set[int]] = defaultdict(set)
     for m in members:
         for r in m.records():
             seen[r["p"]].add(r["o"])
-    return all(len(seen[p]) >= n for p, n in produced.items())
+    return seen
+
+
+def stall_report(members: Iterable[Member], produced: dict[int, int]) -> str:
+    """What a consumed_all() that timed out was waiting for: per partition not read to the
+    end, the first offset nobody read, who owns it, and how far each owner got."""
+    members = list(members)
+    seen = _seen(members)
+    lines = []
+    for p, n in sorted(produced.items()):
+        if len(seen[p]) >= n:
+            continue
+        first_gap = next(o for o in range(n) if o not in seen[p])
+        owners = [m.name for m in members if p in m.assignment()]
+        last = {
+            m.name: max((r["o"] for r in m.records() if r["p"] == p), default=-1) for m in members
+        }
+        lines.append(
+            f"partition {p}: {len(seen[p])} of {n} read, first unread offset {first_gap}, "
+            f"owned by {owners}, last offset read per member {last}"
+        )
+    return "\n".join(lines)
 
 
 def check_delivery(events: list[dict[str, Any]], produced: dict[int, list[str]]) -> dict[str, int]:

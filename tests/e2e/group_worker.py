@@ -12,7 +12,9 @@ every process on the machine):
     {"e": "assigned", "parts": [0, 1]}      the member's whole assignment now
     {"e": "rec", "p": 0, "o": 5, "v": "..."} a record handed to the application
     {"e": "commit", "offs": {"0": 6}}      a commit acknowledged by the coordinator
-SIGTERM closes the consumer (a clean leave) and exits.
+SIGTERM closes the consumer (a clean leave) and exits. The client library logs to stderr
+(the member's log file) at INFO, or at the level ZG_WORKER_LOG names; at DEBUG
+confluent-kafka also logs its group, fetch and metadata handling.
 """
 
 from __future__ import annotations
@@ -20,12 +22,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
+import os
 import signal
 import sys
 import time
 from typing import Any
 
 stop = False
+LOG_LEVEL = os.environ.get("ZG_WORKER_LOG", "INFO").upper()
 
 
 def emit(event: str, **fields: Any) -> None:
@@ -63,6 +68,8 @@ def run_ck(args: argparse.Namespace) -> None:
     }
     if args.instance_id:
         conf["group.instance.id"] = args.instance_id
+    if LOG_LEVEL == "DEBUG":
+        conf["debug"] = "cgrp,fetch,topic"
     consumer = Consumer(conf)
     owned: set[int] = set()
     cooperative = args.assignor == "cooperative-sticky"
@@ -215,6 +222,9 @@ def main() -> None:
     p.add_argument("--instance-id", default="")
     args = p.parse_args()
     signal.signal(signal.SIGTERM, _on_term)
+    logging.basicConfig(
+        level=LOG_LEVEL, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
     emit("start")
     if args.client == "ck":
         run_ck(args)

@@ -4,14 +4,23 @@ the group survives kill -9 of the node that coordinates it (state and offsets in
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+from kio.static.primitive import i32Timedelta
 
 from tests.cluster_harness import Cluster, start_cluster
-from tests.e2e.group_harness import Members, check_delivery, consumed_all, split_ok, wait_for
+from tests.e2e.group_harness import (
+    Members,
+    check_delivery,
+    consumed_all,
+    split_ok,
+    stall_report,
+    wait_for,
+)
 from tests.e2e.test_groups import Producer, create_topic
 from tests.kafka_raw import RawConnection
 from zonegate.router.rendezvous import choose_node
@@ -65,7 +74,11 @@ def test_group_across_zones_survives_coordinator_kill(cluster: Cluster, members:
 
     owner.kill9()
     prod.send(300)
-    wait_for("consumed after the coordinator died", lambda: consumed_all(ms, prod.totals()), 90)
+    try:
+        wait_for("consumed after the coordinator died", lambda: consumed_all(ms, prod.totals()), 90)
+    except AssertionError as exc:
+        report = stall_report(ms, prod.totals())
+        raise AssertionError(f"{exc}\n{report}\n{probe_fetch(cluster, topic, parts)}") from None
     wait_for("still split", lambda: split_ok(ms, parts), timeout=60)
     stats = check_delivery(members.events(), prod.in_order())
     assert stats["records"] == prod.count
@@ -80,6 +93,50 @@ def test_group_across_zones_survives_coordinator_kill(cluster: Cluster, members:
     wait_for("the newcomer read the new records", lambda: len(late.records()) >= 30)
     assert len(late.records()) == 30
     check_delivery(members.events(), prod.in_order())
+
+
+def probe_fetch(cluster: Cluster, topic: str, parts: int) -> str:
+    """What each live node answers a Fetch from offset 0 of every partition, at once."""
+    from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
+    from kio.static.primitive import i32, i64
+
+    lines = []
+    for n in cluster.nodes:
+        if not n.alive():
+            continue
+        try:
+            conn = RawConnection(n.port, timeout=30.0)
+            answer = conn.request(
+                FetchRequest(
+                    max_wait=i32Timedelta.parse(timedelta(0)),
+                    min_bytes=i32(0),
+                    topics=(
+                        FetchTopic(
+                            topic=topic,
+                            partitions=tuple(
+                                FetchPartition(
+                                    partition=i32(p),
+                                    fetch_offset=i64(0),
+                                    partition_max_bytes=i32(1 << 20),
+                                )
+                                for p in range(parts)
+                            ),
+                        ),
+                    ),
+                    forgotten_topics_data=(),
+                )
+            )
+            conn.close()
+        except Exception as e:  # noqa: BLE001 - a report, not a check
+            lines.append(f"node {n.node_id} ({n.zone}): {e!r}")
+            continue
+        got = [
+            (p.partition_index, p.error_code.name, p.high_watermark, len(p.records or b""))
+            for t in answer.responses
+            for p in t.partitions
+        ]
+        lines.append(f"node {n.node_id} ({n.zone}) (partition, error, hwm, bytes): {got}")
+    return "\n".join(lines)
 
 
 def test_a_group_call_waits_for_the_new_coordinator_instead_of_closing_the_connection(
