@@ -36,6 +36,36 @@ def test_confluent_admin_topics_configs_partitions(node: RunningNode) -> None:
     assert "adm" not in admin.list_topics(timeout=10).topics
 
 
+def test_every_zones_node_takes_admin_requests(node: RunningNode) -> None:
+    """`zonegate serve` runs one node per zone, and one of them holds the controller lease.
+    Admin clients send topic changes to the node named as controller: each zone's node must
+    name one its clients can reach and serve the changes (before, the other zones' nodes
+    named none and confluent-kafka's CreateTopics timed out)."""
+    from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+    from kafka.admin import KafkaAdminClient
+    from kafka.admin import NewTopic as KpNewTopic
+
+    for zone in range(3):
+        bootstrap = f"127.0.0.1:{node.port + zone}"
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        cluster = admin.describe_cluster(request_timeout=10).result(10)
+        assert cluster.controller is not None
+        assert cluster.controller.port == node.port + zone
+        name = f"zone-admin-{zone}"
+        admin.create_topics([NewTopic(name, 1)])[name].result(10)
+        admin.create_partitions([NewPartitions(name, 3)])[name].result(10)
+        assert len(admin.list_topics(timeout=10).topics[name].partitions) == 3
+        admin.delete_topics([name])[name].result(10)
+
+        kp = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+        try:
+            kp.create_topics([KpNewTopic(f"{name}-kp", 2, 1)])
+            assert f"{name}-kp" in kp.list_topics()
+            kp.delete_topics([f"{name}-kp"])
+        finally:
+            kp.close()
+
+
 def test_kafka_python_admin_and_deleted_topic_data_is_gone(node: RunningNode) -> None:
     from kafka.admin import KafkaAdminClient, NewTopic
 

@@ -1,4 +1,5 @@
-"""DescribeCluster (key 60), v0-1: this node, the cluster id, and the controller."""
+"""DescribeCluster (key 60), v0-1: the client's zone's nodes, the cluster id, and the node
+to send admin requests to (see metadata.controller_for)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from kio.schema.errors import ErrorCode
 
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
-from zonegate.proxy.handlers.metadata import broker_list
+from zonegate.proxy.handlers.metadata import broker_list, controller_for
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
 
@@ -25,7 +26,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         error_message=None,
         endpoint_type=1,
         cluster_id=node.config.cluster_uuid(),
-        controller_id=node.config.node_id if node.controller.is_active else -1,
+        controller_id=controller_for(ctx),
         brokers=broker_list(ctx, cls(ctx, "DescribeClusterBroker")),
         cluster_authorized_operations=-2147483648,
     )

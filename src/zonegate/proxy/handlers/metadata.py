@@ -45,6 +45,24 @@ def broker_list(ctx: RequestContext, broker_cls: type[Any]) -> tuple[Any, ...]:
     )
 
 
+def controller_for(ctx: RequestContext) -> int:
+    """The controller id to name: this node if the client is given it, else the first node
+    it is given, -1 if none.
+
+    Admin clients send CreateTopics, DeleteTopics and CreatePartitions to the broker named
+    as controller, and wait while none is (-1). Every zonegate node serves them (the
+    metadata store is shared, as Kafka's brokers forward them since KIP-590), so naming a
+    node of the client's zone keeps admin traffic in the zone, and an admin client of any
+    zone works whichever node holds the controller lease (that lease only decides who
+    moves partitions off dead nodes).
+    """
+    ids = [n.node_id for n in ctx.node.view.brokers_for(client_zone(ctx))]
+    me = ctx.node.config.node_id
+    if me in ids:
+        return me
+    return ids[0] if ids else -1
+
+
 @REGISTRY.register(API_KEY, 0, 12)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     node = ctx.node
@@ -123,7 +141,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         throttle_time=NO_THROTTLE,
         brokers=broker_list(ctx, cls(ctx, "MetadataResponseBroker")),
         cluster_id=node.config.cluster_uuid(),
-        controller_id=node.config.node_id if node.controller.is_active else -1,
+        controller_id=controller_for(ctx),
         topics=tuple(answers),
         cluster_authorized_operations=-2147483648,
     )
