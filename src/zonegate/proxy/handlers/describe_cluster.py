@@ -1,5 +1,5 @@
 """DescribeCluster (key 60), v0-1: the client's zone's nodes, the cluster id, and the node
-to send admin requests to (see metadata.controller_for)."""
+to send admin requests to (see metadata.brokers_and_controller)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from kio.schema.errors import ErrorCode
 
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
-from zonegate.proxy.handlers.metadata import broker_list, controller_for
+from zonegate.proxy.handlers.metadata import brokers_and_controller
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
 
@@ -19,6 +19,7 @@ API_KEY = 60
 @REGISTRY.register(API_KEY, 0, 1)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     node = ctx.node
+    brokers, controller = brokers_and_controller(ctx, cls(ctx, "DescribeClusterBroker"))
     return make(
         cls(ctx, "DescribeClusterResponse"),
         throttle_time=NO_THROTTLE,
@@ -26,7 +27,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         error_message=None,
         endpoint_type=1,
         cluster_id=node.config.cluster_uuid(),
-        controller_id=controller_for(ctx),
-        brokers=broker_list(ctx, cls(ctx, "DescribeClusterBroker")),
+        controller_id=controller,
+        brokers=brokers,
         cluster_authorized_operations=-2147483648,
     )

@@ -31,23 +31,11 @@ def client_zone(ctx: RequestContext) -> str:
     return ctx.node.client_zone(ctx.client_id, ctx.client.host)
 
 
-def broker_list(ctx: RequestContext, broker_cls: type[Any]) -> tuple[Any, ...]:
-    return tuple(
-        make(
-            broker_cls,
-            node_id=n.node_id,
-            broker_id=n.node_id,
-            host=n.kafka_host,
-            port=n.kafka_port,
-            rack=n.zone,
-        )
-        for n in ctx.node.view.brokers_for(client_zone(ctx))
-    )
-
-
-def controller_for(ctx: RequestContext) -> int:
-    """The controller id to name: this node if the client is given it, else the first node
-    it is given, -1 if none.
+def brokers_and_controller(
+    ctx: RequestContext, broker_cls: type[Any]
+) -> tuple[tuple[Any, ...], int]:
+    """The nodes the client is told of, as `broker_cls` entries, and the controller id to
+    name: this node if it is among them, else the first of them, -1 if none.
 
     Admin clients send CreateTopics, DeleteTopics and CreatePartitions to the broker named
     as controller, and wait while none is (-1). Every zonegate node serves them (the
@@ -56,11 +44,21 @@ def controller_for(ctx: RequestContext) -> int:
     zone works whichever node holds the controller lease (that lease only decides who
     moves partitions off dead nodes).
     """
-    ids = [n.node_id for n in ctx.node.view.brokers_for(client_zone(ctx))]
+    nodes = ctx.node.view.brokers_for(client_zone(ctx))
+    brokers = tuple(
+        make(
+            broker_cls,
+            node_id=n.node_id,
+            broker_id=n.node_id,
+            host=n.kafka_host,
+            port=n.kafka_port,
+            rack=n.zone,
+        )
+        for n in nodes
+    )
     me = ctx.node.config.node_id
-    if me in ids:
-        return me
-    return ids[0] if ids else -1
+    ids = [n.node_id for n in nodes]
+    return brokers, (me if me in ids else ids[0] if ids else -1)
 
 
 @REGISTRY.register(API_KEY, 0, 12)
@@ -136,12 +134,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 if t is not None
                 else topic_error(name, ErrorCode.unknown_topic_or_partition)
             )
+    brokers, controller = brokers_and_controller(ctx, cls(ctx, "MetadataResponseBroker"))
     return make(
         cls(ctx, "MetadataResponse"),
         throttle_time=NO_THROTTLE,
-        brokers=broker_list(ctx, cls(ctx, "MetadataResponseBroker")),
+        brokers=brokers,
         cluster_id=node.config.cluster_uuid(),
-        controller_id=controller_for(ctx),
+        controller_id=controller,
         topics=tuple(answers),
         cluster_authorized_operations=-2147483648,
     )
