@@ -79,7 +79,7 @@ class Membership:
         return n.zone
 
     def node(self, node_id: int) -> NodeRecord | None:
-        return next((n for n in self._nodes if n.node_id == node_id), None)
+        return self._by_id.get(node_id)
 
     def is_live(self, node_id: int) -> bool:
         return any(n.node_id == node_id for n in self.live_nodes())
