@@ -12,6 +12,7 @@ import datetime
 import json
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,10 @@ class ReportResult:
 
 
 def spark_session(master: str = "local[*]", app: str = "zonegate-report") -> SparkSession:
+    # Spark starts its Python workers with `python3` from PATH unless told otherwise;
+    # run from a virtual environment that is not activated, that Python lacks
+    # zonegate (the data source lives in it), and every read fails.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     return (
         SparkSession.builder.master(master)
         .appName(app)
