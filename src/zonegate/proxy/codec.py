@@ -2,8 +2,10 @@
 
 Bytes go in through `FrameDecoder.receive_data`; complete frames come out of
 `next_frame`; `decode_request` turns a frame into a typed kio request and its
-header; `encode_response` turns a typed response back into a frame. Nothing
-here touches a socket, so the codec is tested without a network.
+header, with zonegate's bounded decoder (proxy/decoder.py), never kio's native
+reader, so no length read off the wire is trusted; `encode_response` turns a
+typed response back into a frame. Nothing here touches a socket, so the codec
+is tested without a network.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from functools import cache
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_writer
 from kio.static.protocol import RequestPayload, ResponsePayload
 
+from zonegate.proxy.decoder import MalformedMessage, message_reader
 from zonegate.proxy.errors import PeerProtocolError
 
 _SIZE = struct.Struct(">i")
@@ -164,11 +167,6 @@ def response_type(api_key: int, api_version: int) -> type[ResponsePayload]:
 
 
 @cache
-def _reader(cls: type[Any]) -> Callable[[bytes, int], tuple[Any, int]]:
-    return entity_reader(cls)
-
-
-@cache
 def _writer(cls: type[Any]) -> Callable[[io.BytesIO, Any], None]:
     return entity_writer(cls)
 
@@ -180,11 +178,10 @@ def decode_request(frame: bytes, header: RequestHeader, body_offset: int) -> Dec
     if cls.__flexible__:
         offset = _skip_tagged_fields(frame, offset)
     try:
-        body, size = _reader(cls)(frame, offset)
-    except Exception as exc:  # kio raises several types for malformed input
-        raise PeerProtocolError(
-            f"cannot decode {cls.__name__} v{header.api_version}: {type(exc).__name__}: {exc}"
-        ) from exc
+        body, _ = message_reader(cls)(frame, offset)
+    except MalformedMessage as exc:
+        what = f"{cls.__name__} v{header.api_version}"
+        raise PeerProtocolError(f"cannot decode {what}: {exc}") from None
     # Bytes after the body are ignored, as Kafka's broker ignores them: librdkafka
     # sends a few after some flexible-version requests (Metadata v12, for one).
     return DecodedRequest(header, body)
@@ -255,5 +252,5 @@ def decode_response(frame: bytes, cls: type[ResponsePayload]) -> tuple[int, Resp
     offset = 4
     if cls.__flexible__ and cls.__api_key__ != API_VERSIONS_KEY:
         offset = _skip_tagged_fields(frame, offset)
-    body, _ = _reader(cls)(frame, offset)
+    body, _ = message_reader(cls)(frame, offset)
     return correlation_id, body

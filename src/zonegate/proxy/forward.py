@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
-from zonegate.proxy.codec import _reader, _writer, request_type, response_type
+from zonegate.proxy.codec import _writer, request_type, response_type
 from zonegate.proxy.context import ClientInfo, RequestContext
+from zonegate.proxy.decoder import MalformedMessage, message_reader
 
 if TYPE_CHECKING:
     from zonegate.broker.node import Node
@@ -87,7 +88,7 @@ async def on_owner(
             raise NotCoordinator(f"group {group_id!r}: coordinator node {owner} is not reachable")
         await asyncio.sleep(delay)
         delay = min(delay * 2, 0.5)
-    answer, _ = _reader(response_type(ctx.api_key, ctx.api_version))(body, 0)
+    answer, _ = message_reader(response_type(ctx.api_key, ctx.api_version))(body, 0)
     return answer
 
 
@@ -100,7 +101,10 @@ async def serve_forwarded(
     reg = REGISTRY.lookup(api_key)
     if reg is None or not reg.min_version <= api_version <= reg.max_version:
         raise NotCoordinator(f"api_key={api_key} v{api_version} is not served")
-    request, _ = _reader(request_type(api_key, api_version))(body, 0)
+    try:
+        request, _ = message_reader(request_type(api_key, api_version))(body, 0)
+    except MalformedMessage as exc:
+        raise NotCoordinator(f"api_key={api_key} v{api_version}: {exc}") from None
     ctx = RequestContext(
         node=node,
         client=ClientInfo(client_host, 0, -1),
