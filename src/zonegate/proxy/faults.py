@@ -1,16 +1,24 @@
-"""Test hooks: make one request kind misbehave on one node (after kfake's ControlKey).
+"""Test hooks: make one request kind misbehave on one node (after kfake's ControlKey),
+or keep the frames clients send.
 
-Set by `ZONEGATE_FAULTS`, a comma-separated list of `API_KEY:ACTION:COUNT`.
-The one action today, `drop_response`, handles the request fully (the data is
-staged and committed) and then closes the connection instead of answering, as
-a network failure after the broker's commit would. Clients must retry, and the
-retry must not duplicate (idempotent producers). Never set in production.
+`ZONEGATE_FAULTS` is a comma-separated list of `API_KEY:ACTION:COUNT`. The one
+action today, `drop_response`, handles the request fully (the data is staged
+and committed) and then closes the connection instead of answering, as a
+network failure after the broker's commit would. Clients must retry, and the
+retry must not duplicate (idempotent producers).
+
+`ZONEGATE_CAPTURE_FRAMES=PATH` appends the first 5,000 request frames the node
+reads (size prefix included) to PATH: the fuzz tests mutate what real clients
+send. Never set either in production.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import BinaryIO
+
+_CAPTURE_LIMIT = 5000
 
 
 @dataclass
@@ -40,3 +48,26 @@ class FaultInjector:
             return False
         rule.remaining -= 1
         return True
+
+
+class FrameCapture:
+    """Appends request frames to a file, up to a fixed number, for the fuzz tests."""
+
+    def __init__(self, path: str | None = None) -> None:
+        path = os.environ.get("ZONEGATE_CAPTURE_FRAMES") if path is None else path
+        self._file: BinaryIO | None = open(path, "ab") if path else None  # noqa: SIM115
+        self._left = _CAPTURE_LIMIT
+
+    @property
+    def active(self) -> bool:
+        return self._file is not None
+
+    def record(self, frame: bytes) -> None:
+        if self._file is None:
+            return
+        self._file.write(len(frame).to_bytes(4, "big") + frame)
+        self._file.flush()
+        self._left -= 1
+        if self._left <= 0:
+            self._file.close()
+            self._file = None

@@ -27,7 +27,7 @@ from zonegate.proxy.codec import (
 )
 from zonegate.proxy.context import ClientInfo, RequestContext
 from zonegate.proxy.errors import PeerProtocolError
-from zonegate.proxy.faults import FaultInjector
+from zonegate.proxy.faults import FaultInjector, FrameCapture
 from zonegate.proxy.registry import HandlerRegistry
 
 if TYPE_CHECKING:
@@ -81,6 +81,11 @@ class KafkaConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
         self._server.connections.discard(self)
+        # Nobody will read the answers: stop the work (a long-poll Fetch may wait up
+        # to its max_wait_ms, 24 days at most, holding its request).
+        for _, _, task, _, _ in self._pending:
+            task.cancel()
+        self._pending.clear()
         self._wakeup.set()
         self._can_write.set()
 
@@ -97,6 +102,8 @@ class KafkaConnection(asyncio.Protocol):
         try:
             while (frame := self._decoder.next_frame()) is not None:
                 self._server.metrics_request_bytes(len(frame) + 4)
+                if self._server.capture.active:
+                    self._server.capture.record(frame)
                 self._dispatch(frame)
                 if self._closed:
                     return
@@ -179,23 +186,27 @@ class KafkaConnection(asyncio.Protocol):
                 if self._closed:
                     return
                 raise
+            except PeerProtocolError as exc:
+                self.abort(exc.reason)  # the request was well-formed but not valid
+                return
             except Exception:
-                log.exception(
-                    "connection %d: handler for api_key=%d failed; closing the connection",
-                    self.client.connection_id,
-                    api_key,
-                )
-                self.abort("internal error while handling a request")
+                self._internal_error(api_key, ctx, "handler")
                 return
-            self._pending.popleft()
             if self._closed:
-                return
+                return  # aborted while the handler ran: `_pending` is cleared
+            self._pending.popleft()
             if self._server.faults.take(api_key, "drop_response"):
                 self.abort(f"test fault: dropping the answer to api_key={api_key}")
                 return
-            frame = b"" if response is None else encode_response(correlation_id, api_key, response)
-            if ctx is not None:
-                account_request(ctx, body, len(frame))
+            try:
+                frame = (
+                    b"" if response is None else encode_response(correlation_id, api_key, response)
+                )
+                if ctx is not None:
+                    account_request(ctx, body, len(frame))
+            except Exception:
+                self._internal_error(api_key, ctx, "answer")
+                return
             if response is not None:
                 self._server.metrics_response_bytes(len(frame))
                 assert self._transport is not None
@@ -204,6 +215,20 @@ class KafkaConnection(asyncio.Protocol):
                     await self._can_write.wait()
             if len(self._pending) < self._config.max_inflight_per_connection // 2:
                 self._resume_reading()
+
+    def _internal_error(self, api_key: int, ctx: RequestContext | None, stage: str) -> None:
+        """Our own fault (a handler raised, or its answer would not encode): logged at
+        ERROR with the traceback, and the connection closed, as Kafka closes it after an
+        unexpected error, so the client retries on a new one."""
+        version = ctx.api_version if ctx is not None else -1
+        log.exception(
+            "connection %d: %s for api_key=%d v%d failed; closing the connection",
+            self.client.connection_id,
+            stage,
+            api_key,
+            version,
+        )
+        self.abort(f"internal error in the {stage} for api_key={api_key} v{version}")
 
     def abort(self, reason: str) -> None:
         if self._closed:
@@ -238,6 +263,7 @@ class KafkaServer:
         self._server: asyncio.Server | None = None
         self.connections: set[KafkaConnection] = set()
         self.faults = FaultInjector()
+        self.capture = FrameCapture()
         self.bytes_in = 0
         self.bytes_out = 0
 

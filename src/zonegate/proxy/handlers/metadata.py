@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode
 from zonegate.broker.catalog import InvalidTopic, check_topic_name
 from zonegate.metastore.models import TopicInfo
 from zonegate.proxy.context import RequestContext
+from zonegate.proxy.errors import PeerProtocolError
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
@@ -111,6 +112,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         )
         for wanted in request.topics:
             name = wanted.name
+            if name is None and ctx.api_version < 12:
+                # Kafka refuses it (InvalidRequestException): topic ids are v12+ only.
+                raise PeerProtocolError(
+                    f"Metadata v{ctx.api_version} asks for a topic with a null name"
+                )
             if name is None:
                 by_id = node.catalog.by_id(wanted.topic_id)
                 if by_id is None and await node.catalog.refresh():
