@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import tracemalloc
 from collections.abc import Callable
 
 import cramjam
@@ -12,7 +13,7 @@ from crc32c import crc32c
 from zonegate.records.batch import CRC_START, HEADER_SIZE, CorruptBatch, validate_batches
 from zonegate.records.build import build_batch
 from zonegate.records.codecs import XERIAL_MAGIC, xerial_compress
-from zonegate.records.decode import Record, decode_records
+from zonegate.records.decode import EXPANSION_LIMIT, Record, body_limit, decode_records
 
 pytestmark = pytest.mark.unit
 
@@ -121,3 +122,48 @@ def test_null_header_key_is_named() -> None:
         CorruptBatch, match=r"record 0 of batch at offset 0: a header has a null key"
     ):
         decode_records(bytes(batch))
+
+
+_BOMB = bytes(64 * 1024 * 1024)  # 64 MiB of zeros: each codec makes it small
+
+
+@pytest.mark.parametrize(
+    ("codec", "compress"),
+    [
+        (1, lambda d: bytes(cramjam.gzip.compress(d))),
+        (2, lambda d: bytes(cramjam.snappy.compress_raw(d))),
+        (2, lambda d: xerial_compress(d, block_size=1024 * 1024)),
+        (3, lambda d: bytes(cramjam.lz4.compress(d))),
+        (4, lambda d: bytes(cramjam.zstd.compress(d))),
+    ],
+    ids=["gzip", "snappy", "xerial", "lz4", "zstd"],
+)
+def test_decompression_bomb_is_refused_within_bounded_memory(
+    codec: int, compress: Callable[[bytes], bytes]
+) -> None:
+    """A body of a few KiB claiming 64 MiB is refused, and the decoder allocates no more
+    than the limit: the larger of max.message.bytes and 16 times the body (issue 12)."""
+    body = compress(_BOMB)
+    assert len(body) * EXPANSION_LIMIT < len(_BOMB)
+    batch = _raw_body_batch(body, codec, 1)
+    limit = body_limit(len(body))
+    tracemalloc.start()
+    try:
+        with pytest.raises(CorruptBatch, match=f"within the limit of {limit} bytes"):
+            decode_records(batch)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * limit + len(batch) + 1024 * 1024
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_highly_compressible_batch_within_max_message_bytes_decodes(codec: int) -> None:
+    """A legitimate batch compressing far beyond 16x still decodes when its records fit in
+    max.message.bytes, as a producer's batch.size keeps them."""
+    recs = [(b"k%d" % i, b"\x00" * 1000, (), 1_700_000_000_000) for i in range(900)]
+    batch = build_batch(recs, compression=codec)
+    assert len(batch) * EXPANSION_LIMIT < 900 * 1000
+    assert len(decode_records(batch)) == 900
+    with pytest.raises(CorruptBatch, match="within the limit"):
+        decode_records(batch, max_message_bytes=64 * 1024)

@@ -11,6 +11,7 @@ LZ4 is the LZ4 frame format; v2 batches have none of magic 1's header-checksum b
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import cramjam
 
@@ -23,26 +24,59 @@ class CodecError(ValueError):
     """The compressed body cannot be decoded, or the codec is unknown."""
 
 
-def decompress(codec: int, data: bytes) -> bytes:
-    """The body of a batch compressed with `codec` (attribute bits 0-2)."""
+def decompress(codec: int, data: bytes, limit: int) -> bytes:
+    """The body of a batch compressed with `codec` (attribute bits 0-2), at most `limit`
+    bytes: a body that would be larger raises CodecError, and no more than about
+    `limit` bytes are ever allocated for it (a few kilobytes of gzip or zstd can
+    claim gigabytes)."""
     try:
         if codec == 0:
             return data
-        if codec == 1:
-            return bytes(cramjam.gzip.decompress(data))
         if codec == 2:
             if data.startswith(XERIAL_MAGIC):
-                return _xerial_decompress(data)
+                return _xerial_decompress(data, limit)
+            # Raw snappy states its length up front: checked before anything is made.
+            size = cramjam.snappy.decompress_raw_len(data)
+            if size > limit:
+                raise CodecError(
+                    f"snappy body does not decompress within the limit of {limit} bytes: "
+                    f"it claims {size}"
+                )
             return bytes(cramjam.snappy.decompress_raw(data))
-        if codec == 3:
-            return bytes(cramjam.lz4.decompress(data))
-        if codec == 4:
-            return bytes(cramjam.zstd.decompress(data))
+        if codec in _STREAMED:
+            return _bounded(_STREAMED[codec], data, limit)
     except CodecError:
         raise
     except Exception as exc:  # cramjam raises its own DecompressionError, or ValueError
         raise CodecError(f"{codec_name(codec)} body does not decompress: {exc}") from exc
     raise CodecError(f"unknown compression codec {codec}")
+
+
+# gzip, lz4 (frame) and zstd: decompress_into a buffer of a given size fails, rather
+# than grow it, when the body is larger.
+_STREAMED = {1: cramjam.gzip, 3: cramjam.lz4, 4: cramjam.zstd}
+
+
+def _bounded(module: Any, data: bytes, limit: int) -> bytes:
+    """Decompresses into a buffer that starts at a few times the input and doubles up to
+    `limit`; a body still larger fails. Most bodies fit the first buffer."""
+    size = min(limit, max(4 * len(data), 64 * 1024))
+    while True:
+        out = bytearray(size)
+        try:
+            n = module.decompress_into(data, out)
+        except Exception as exc:
+            if size >= limit:
+                raise CodecError(
+                    f"{codec_name(_CODEC_OF[module])} body does not decompress within "
+                    f"the limit of {limit} bytes: {exc}"
+                ) from None
+            size = min(limit, size * 2)
+            continue
+        return bytes(memoryview(out)[:n])
+
+
+_CODEC_OF = {module: codec for codec, module in _STREAMED.items()}
 
 
 def compress(codec: int, data: bytes) -> bytes:
@@ -72,7 +106,7 @@ def codec_name(codec: int) -> str:
     return {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}.get(codec, f"codec {codec}")
 
 
-def _xerial_decompress(data: bytes) -> bytes:
+def _xerial_decompress(data: bytes, limit: int) -> bytes:
     if len(data) < _XERIAL_HEADER.size:
         raise CodecError("xerial snappy header is truncated")
     pos = _XERIAL_HEADER.size
@@ -85,6 +119,11 @@ def _xerial_decompress(data: bytes) -> bytes:
         # A negative or oversized length would loop forever or read past the body.
         if size < 0 or pos + size > len(data):
             raise CodecError(f"xerial snappy block at byte {pos} has bad length {size}")
-        out += cramjam.snappy.decompress_raw(data[pos : pos + size])
+        block = data[pos : pos + size]
+        if len(out) + cramjam.snappy.decompress_raw_len(block) > limit:
+            raise CodecError(
+                f"snappy body does not decompress within the limit of {limit} bytes"
+            )
+        out += cramjam.snappy.decompress_raw(block)
         pos += size
     return bytes(out)

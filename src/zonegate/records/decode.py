@@ -20,24 +20,41 @@ class Record:
     headers: tuple[tuple[str, bytes | None], ...]
 
 
-def decode_records(batch: bytes | memoryview) -> list[Record]:
+# A compressed body may grow to this many times its size, or to the topic's
+# max.message.bytes if that is more: producers bound the uncompressed size of
+# their batches (librdkafka's batch.size, Java's by estimate), so a legitimate
+# batch fits, while a few kilobytes claiming gigabytes are refused before they
+# are made. docs/wire-decoding.md has the reasoning.
+EXPANSION_LIMIT = 16
+DEFAULT_MAX_MESSAGE_BYTES = 1_048_588
+
+
+def body_limit(compressed_bytes: int, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> int:
+    """The most bytes the body of a compressed batch may decompress to."""
+    return max(max_message_bytes, EXPANSION_LIMIT * compressed_bytes)
+
+
+def decode_records(
+    batch: bytes | memoryview, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+) -> list[Record]:
     """The records of `batch`, validated first, with absolute offsets and timestamps.
 
     A blob of several batches gives the records of all of them, in order.
-    Raises CorruptBatch for anything that does not decode exactly.
+    Raises CorruptBatch for anything that does not decode exactly, and for a
+    compressed body larger than `body_limit` allows.
     """
     data = bytes(batch)
     out: list[Record] = []
     pos = 0
     for h in validate_batches(data):
-        out += _decode(h, data[pos + HEADER_SIZE : pos + h.size])
+        out += _decode(h, data[pos + HEADER_SIZE : pos + h.size], max_message_bytes)
         pos += h.size
     return out
 
 
-def _decode(h: BatchHeader, payload: bytes) -> list[Record]:
+def _decode(h: BatchHeader, payload: bytes, max_message_bytes: int) -> list[Record]:
     try:
-        body = decompress(h.compression, payload)
+        body = decompress(h.compression, payload, body_limit(len(payload), max_message_bytes))
     except CodecError as exc:
         raise CorruptBatch(str(exc)) from exc
     reader = _Reader(body)
