@@ -1,6 +1,8 @@
 """The node's HTTP endpoint: Prometheus `/metrics`, `/healthz` and `/readyz`.
 
 A few lines of asyncio rather than a web framework: three GET paths, no body.
+Whatever a client sends, the endpoint reads at most 8 KiB of it within 10 s,
+holds at most 64 connections, and answers or closes.
 """
 
 from __future__ import annotations
@@ -10,6 +12,12 @@ import contextlib
 from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, generate_latest
+
+# Probes and scrapers send a few hundred bytes and read the answer at once; more
+# than this, or slower, is not one of them.
+_MAX_HEAD_BYTES = 8192
+_REQUEST_TIMEOUT_S = 10.0
+_MAX_CONNECTIONS = 64
 
 
 class HttpEndpoint:
@@ -21,6 +29,7 @@ class HttpEndpoint:
         self._host = host
         self._port = port
         self._server: asyncio.Server | None = None
+        self._open = 0
 
     @property
     def port(self) -> int:
@@ -36,12 +45,12 @@ class HttpEndpoint:
             await self._server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._open >= _MAX_CONNECTIONS:
+            writer.close()  # a flood: the probes and the scraper come back
+            return
+        self._open += 1
         try:
-            line = await asyncio.wait_for(reader.readline(), 10)
-            while (await asyncio.wait_for(reader.readline(), 10)) not in (b"\r\n", b"\n", b""):
-                pass
-            parts = line.decode("latin-1").split()
-            path = parts[1] if len(parts) > 1 else ""
+            path = await asyncio.wait_for(_read_request_path(reader), _REQUEST_TIMEOUT_S)
             if path == "/metrics":
                 status, body, ctype = "200 OK", generate_latest(self._registry), "text/plain"
             elif path == "/healthz":
@@ -50,6 +59,8 @@ class HttpEndpoint:
                 ok = self._ready()
                 status = "200 OK" if ok else "503 Service Unavailable"
                 body, ctype = (b"ready\n" if ok else b"not ready\n"), "text/plain"
+            elif path is None:
+                status, body, ctype = "400 Bad Request", b"bad request\n", "text/plain"
             else:
                 status, body, ctype = "404 Not Found", b"not found\n", "text/plain"
             writer.write(
@@ -57,10 +68,28 @@ class HttpEndpoint:
                 "Connection: close\r\n\r\n".encode()
                 + body
             )
-            await writer.drain()
-        except (TimeoutError, ConnectionError):
-            pass
+            await asyncio.wait_for(writer.drain(), _REQUEST_TIMEOUT_S)
+        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+            pass  # the client went away or stalled: nothing to answer
         finally:
+            self._open -= 1
             writer.close()
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
+
+
+async def _read_request_path(reader: asyncio.StreamReader) -> str | None:
+    """The path of a GET request line, None for anything else; reads the header lines
+    through, at most `_MAX_HEAD_BYTES` of them, so a client cannot make us buffer more."""
+    head = b""
+    while not head.endswith((b"\r\n\r\n", b"\n\n")):
+        chunk = await reader.read(_MAX_HEAD_BYTES - len(head))
+        if not chunk:
+            break
+        head += chunk
+        if len(head) >= _MAX_HEAD_BYTES:
+            return None
+    parts = head.split(b"\n", 1)[0].decode("latin-1").split()
+    if len(parts) < 2 or parts[0] not in ("GET", "HEAD"):
+        return None
+    return parts[1]
