@@ -1,13 +1,12 @@
 """Node membership by lease: each node renews its row; everyone reads the live set.
 
 A node is live while its lease has not expired. A clean stop expires the lease
-at once, so its partitions move without waiting out the lease.
+at once, so its partitions move without waiting out the lease. Renewals run on
+the lease keeper's thread (lease_keeper.py), not on the serving loop.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -29,57 +28,42 @@ class Membership:
         me: NodeRecord,
         *,
         lease_ms: int = 6000,
-        interval_s: float = 0.5,
         clock_ms: Callable[[], int] = wall_ms,
     ) -> None:
         self._meta = meta
         self.me = me
         self.lease_ms = lease_ms
-        self._interval = interval_s
         self._clock = clock_ms
-        self._nodes: list[NodeRecord] = []
-        # The same records by id (node ids are the store's key, so unique); rebuilt
-        # with `_nodes`, so it is never older than the list.
-        self._by_id: dict[int, NodeRecord] = {}
-        self._task: asyncio.Task[None] | None = None
+        # The nodes as last read, and the same records by id (node ids are the store's
+        # key, so unique), replaced together as one tuple: the lease keeper's thread
+        # writes it while the serving loop reads.
+        self._view: tuple[list[NodeRecord], dict[int, NodeRecord]] = ([], {})
 
-    async def start(self) -> None:
-        await self.renew()
-        self._task = asyncio.get_running_loop().create_task(self._loop())
-
-    async def renew(self) -> None:
-        await self._meta.register_node(self.me, self.lease_ms, self._clock())
-        nodes = await self._meta.list_nodes()
-        self._nodes, self._by_id = nodes, {n.node_id: n for n in nodes}
-
-    async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval)
-            try:
-                await self.renew()
-            except Exception:
-                log.exception("node %d could not renew its lease", self.me.node_id)
+    async def renew(self, meta: MetaStore | None = None) -> None:
+        """Renews this node's lease and re-reads the others', through `meta` when given
+        (the lease keeper's own connection, on its own thread)."""
+        meta = meta or self._meta
+        await meta.register_node(self.me, self.lease_ms, self._clock())
+        nodes = await meta.list_nodes()
+        self._view = (nodes, {n.node_id: n for n in nodes})
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        """Leaves: the lease expires at once, so this node's partitions move now."""
         await self._meta.expire_node(self.me.node_id)
 
     def live_nodes(self) -> list[NodeRecord]:
         now = self._clock()
-        return [n for n in self._nodes if n.live(now) or n.node_id == self.me.node_id]
+        return [n for n in self._view[0] if n.live(now) or n.node_id == self.me.node_id]
 
     def zone_of(self, node_id: int) -> str:
         """The node's zone if `live_nodes()` lists it now, else "" (asked on every request)."""
-        n = self._by_id.get(node_id)
+        n = self._view[1].get(node_id)
         if n is None or not (n.live(self._clock()) or n.node_id == self.me.node_id):
             return ""
         return n.zone
 
     def node(self, node_id: int) -> NodeRecord | None:
-        return self._by_id.get(node_id)
+        return self._view[1].get(node_id)
 
     def is_live(self, node_id: int) -> bool:
         return any(n.node_id == node_id for n in self.live_nodes())

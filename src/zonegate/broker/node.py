@@ -22,6 +22,7 @@ from zonegate.broker.catalog import Catalog
 from zonegate.broker.config import NodeConfig
 from zonegate.broker.controller import Controller
 from zonegate.broker.http import HttpEndpoint
+from zonegate.broker.lease_keeper import LeaseKeeper
 from zonegate.broker.membership import Membership
 from zonegate.broker.metrics import node_registry
 from zonegate.broker.placement import place
@@ -67,9 +68,7 @@ class Node:
             config.rpc_host or config.host,
             config.rpc_port,
         )
-        self.membership = Membership(
-            self.meta, me, lease_ms=config.lease_ms, interval_s=config.heartbeat_s
-        )
+        self.membership = Membership(self.meta, me, lease_ms=config.lease_ms)
         self.coordinator = GroupCoordinator(
             self.meta,
             GroupConfig(
@@ -79,7 +78,15 @@ class Node:
             ),
             self.catalog.get,
         )
-        self.controller = Controller(self.meta, self.membership, interval_s=config.heartbeat_s)
+        self.controller = Controller(self.meta, self.membership)
+        # A node whose serving loop has not turned for five leases is stuck, not busy.
+        self.leases = LeaseKeeper(
+            lambda: open_metastore(config.meta_url),
+            self.membership,
+            self.controller,
+            interval_s=config.heartbeat_s,
+            stall_s=5 * config.lease_ms / 1000,
+        )
         self.view = ClusterView(self.membership.live_nodes, zone_routing=config.zone_routing)
         self.zones = ZoneResolver.from_map(config.zone, dict(config.zone_cidrs))
         # Every request asks; the answer depends only on (client id, address).
@@ -248,8 +255,8 @@ class Node:
             self.config.rpc_host or self.config.host,
             rpc_port,
         )
-        await self.membership.start()
-        await self.controller.start()
+        await self.membership.renew()
+        await self.leases.start()
         await self.coordinator.start()
         await self.usage.start()
         if self.config.http_port is not None:
@@ -281,7 +288,7 @@ class Node:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
         await self.coordinator.stop()
-        await self.controller.stop()
+        await self.leases.stop()
         await self.membership.stop()
         await self.usage.stop()
         if self.http is not None:

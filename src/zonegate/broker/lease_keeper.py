@@ -1,0 +1,124 @@
+"""Lease renewals and controller passes on a thread of their own, never behind client work.
+
+A node is declared dead when its lease runs out, and its partitions move. If
+renewals ran on the event loop that serves clients, a flood of client work (a
+consumer catching up on thousands of batches, in issue 12) delayed them past
+the lease, and the controller moved partitions off nodes that were alive. So
+each node renews from a dedicated thread, with its own event loop and its own
+connection to the metadata store, and the controller's passes run there too
+(Kafka's brokers likewise heartbeat to the controller from a thread of their
+own, not from the request handlers).
+
+A node whose serving loop is stuck is not alive, though: the serving loop
+ticks `loop_tick()` every interval, and a keeper that has not seen a tick for
+`stall_s` stops renewing, so a wedged node's partitions still move.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from zonegate.broker.controller import Controller
+from zonegate.broker.membership import Membership
+from zonegate.metastore.api import MetaStore
+
+log = logging.getLogger(__name__)
+
+
+class LeaseKeeper:
+    def __init__(
+        self,
+        open_meta: Callable[[], MetaStore],
+        membership: Membership,
+        controller: Controller,
+        *,
+        interval_s: float,
+        stall_s: float,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._open_meta = open_meta
+        self._membership = membership
+        self._controller = controller
+        self._interval = interval_s
+        self._stall = stall_s
+        self._monotonic = monotonic
+        self._last_tick = monotonic()
+        self._stopping = False
+        self._wake: asyncio.Event | None = None  # the keeper loop's, set from outside it
+        self._keeper_loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        self.renewals = 0
+
+    def loop_tick(self) -> None:
+        """Called by the serving loop: it is still turning."""
+        self._last_tick = self._monotonic()
+
+    async def start(self) -> None:
+        """Starts the thread and the serving loop's ticks; the caller has renewed once."""
+        self.loop_tick()
+        self._ticker = asyncio.get_running_loop().create_task(self._tick())
+        name = f"leases-node-{self._membership.me.node_id}"
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    async def _tick(self) -> None:
+        while True:
+            self.loop_tick()
+            await asyncio.sleep(self._interval)
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._ticker is not None:
+            self._ticker.cancel()
+        loop, wake = self._keeper_loop, self._wake
+        if loop is not None and wake is not None:
+            loop.call_soon_threadsafe(wake.set)
+        if self._thread is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._thread.join)
+
+    def _run(self) -> None:
+        asyncio.run(self._keep())
+
+    async def _keep(self) -> None:
+        self._keeper_loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        meta = self._open_meta()
+        stalled = False
+        try:
+            while not self._stopping:
+                idle = self._monotonic() - self._last_tick
+                if idle > self._stall:
+                    if not stalled:
+                        log.warning(
+                            "node %d: its serving loop has not turned for %.1f s; "
+                            "no longer renewing its lease",
+                            self._membership.me.node_id,
+                            idle,
+                        )
+                    stalled = True
+                else:
+                    stalled = False
+                    await self.pass_once(meta)
+                try:
+                    await asyncio.wait_for(self._wake.wait(), self._interval)
+                except TimeoutError:
+                    pass
+        finally:
+            await meta.close()
+
+    async def pass_once(self, meta: MetaStore) -> None:
+        """One renewal of this node's lease, then one controller pass."""
+        try:
+            await self._membership.renew(meta)
+            self.renewals += 1
+        except Exception:
+            log.exception("node %d could not renew its lease", self._membership.me.node_id)
+        try:
+            await self._controller.run_once(meta)
+        except Exception:
+            log.exception("controller pass failed")

@@ -1,0 +1,83 @@
+"""Lease renewals go on while the serving loop is busy, and stop when it is stuck.
+
+The serving loop is blocked on purpose here (time.sleep on it), as a flood of
+client work would block it: issue 12's catch-up consumer made healthy nodes
+miss renewals and lose their partitions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from zonegate.broker.controller import Controller
+from zonegate.broker.lease_keeper import LeaseKeeper
+from zonegate.broker.membership import Membership, wall_ms
+from zonegate.metastore.models import NodeRecord
+from zonegate.metastore.sqlite import SqliteMetaStore
+
+pytestmark = pytest.mark.integration
+
+LEASE_MS = 600
+
+
+def _block_the_loop(seconds: float) -> None:
+    """What a flood of client work does to the serving loop: it does not turn."""
+    time.sleep(seconds)
+
+
+def _keeper(path: Path, stall_s: float) -> tuple[SqliteMetaStore, Membership, LeaseKeeper]:
+    meta = SqliteMetaStore(str(path))
+    me = NodeRecord(1, "zone-a", "127.0.0.1", 9092, "127.0.0.1", 9192)
+    membership = Membership(meta, me, lease_ms=LEASE_MS)
+    keeper = LeaseKeeper(
+        lambda: SqliteMetaStore(str(path)),
+        membership,
+        Controller(meta, membership),
+        interval_s=0.1,
+        stall_s=stall_s,
+    )
+    return meta, membership, keeper
+
+
+async def _lease_left_ms(meta: SqliteMetaStore) -> int:
+    (node,) = await meta.list_nodes()
+    return node.lease_expires_ms - wall_ms()
+
+
+def test_renewals_go_on_while_the_serving_loop_is_blocked(tmp_path: Path) -> None:
+    async def run() -> None:
+        meta, membership, keeper = _keeper(tmp_path / "meta.db", stall_s=30)
+        await membership.renew()
+        await keeper.start()
+        before = keeper.renewals
+        _block_the_loop(4 * LEASE_MS / 1000)  # for 4 leases
+        assert keeper.renewals >= before + 10
+        assert await _lease_left_ms(meta) > 0  # still live: nobody would move its partitions
+        await keeper.stop()
+        await membership.stop()
+        assert await _lease_left_ms(meta) < 0  # a clean stop expires the lease at once
+        await meta.close()
+
+    asyncio.run(run())
+
+
+def test_a_stuck_serving_loop_stops_the_renewals(tmp_path: Path) -> None:
+    async def run() -> None:
+        meta, membership, keeper = _keeper(tmp_path / "meta.db", stall_s=0.5)
+        await membership.renew()
+        await keeper.start()
+        await asyncio.sleep(0.3)
+        _block_the_loop(0.5 + 2 * LEASE_MS / 1000)  # past the stall limit and a lease
+        assert await _lease_left_ms(meta) < 0  # it lapsed: the controller may move partitions
+        stuck_at = keeper.renewals
+        await asyncio.sleep(0.5)  # the loop turns again: renewals resume
+        assert keeper.renewals > stuck_at
+        assert await _lease_left_ms(meta) > 0
+        await keeper.stop()
+        await meta.close()
+
+    asyncio.run(run())
