@@ -25,7 +25,7 @@ from kio.schema.errors import ErrorCode
 from zonegate.leader_forwarder.api import Leader
 from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
 from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
-from zonegate.metastore.models import IndexEntry, PartitionInfo
+from zonegate.metastore.models import IndexEntry, PartitionInfo, UnknownStream
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -156,7 +156,7 @@ class LeaderDirectory:
         while True:
             leader, _, _ = self._leader(stream_id)
             if leader is None:
-                raise LeaderUnavailable(f"no leader known for stream {stream_id}")
+                raise UnknownStream(stream_id)  # not in the catalog: deleted, or never was
             try:
                 return await call(leader)
             except LeaderUnavailable:

@@ -22,7 +22,7 @@ from kio.schema.errors import ErrorCode
 from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
 from zonegate.leader_forwarder.proto import leader_pb2_grpc as pb_grpc
-from zonegate.metastore.models import IndexEntry
+from zonegate.metastore.models import IndexEntry, UnknownStream
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -120,6 +120,8 @@ class RemoteLeader:
         request = pb.ReadIndexRequest(from_node=self._from_node, **fields)
         response = await self._call(lambda: self._stub.ReadIndex(request, timeout=self._deadline))
         self._count(request, response)
+        if response.error_code == ErrorCode.unknown_topic_or_partition:
+            raise UnknownStream(request.stream_id)  # as the local leader raises it
         return response
 
     async def read_index(self, stream_id: int, offset: int, max_bytes: int) -> ReadIndexResult:

@@ -5,16 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
+from google.protobuf.message import DecodeError
 from kio.schema.errors import ErrorCode
 
 from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.leader_forwarder.messages import AppendBatch
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
 from zonegate.leader_forwarder.proto import leader_pb2_grpc as pb_grpc
-from zonegate.metastore.models import IndexEntry
+from zonegate.metastore.models import IndexEntry, UnknownStream
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +50,16 @@ class LeaderServicer(pb_grpc.LeaderServicer):
             self._on_bytes(from_node, request.ByteSize(), response.ByteSize())
 
     async def Append(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC names
+        await _check_parsed(request, context)
         keys = list(request.object_keys)
+        for b in request.batches:
+            if b.object_index >= len(keys) or b.length == 0 or b.record_count < 1:
+                await _refuse(
+                    context,
+                    request,
+                    f"batch of stream {b.stream_id}: object index {b.object_index} of "
+                    f"{len(keys)}, length {b.length}, {b.record_count} records",
+                )
         batches = [
             AppendBatch(
                 stream_id=b.stream_id,
@@ -79,19 +90,30 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         return response
 
     async def ReadIndex(self, request: Any, context: Any) -> Any:  # noqa: N802
+        await _check_parsed(request, context)
         leader = self._leader
         sid = request.stream_id
         entries: list[IndexEntry] = []
         error = ErrorCode.none
-        if request.mode == pb.FROM_OFFSET:
-            res = await leader.read_index(sid, request.offset, request.max_bytes)
-            entries, error = list(res.entries), res.error
-        elif request.mode == pb.FROM_TIMESTAMP:
-            entries = (await leader.entries_from_timestamp(sid, request.timestamp))[:64]
-        elif request.mode == pb.MAX_TIMESTAMP:
-            best = await leader.max_timestamp_entry(sid)
-            entries = [best] if best is not None else []
-        start, hwm, epoch = await leader.offsets(sid)
+        try:
+            if request.mode == pb.FROM_OFFSET:
+                res = await leader.read_index(sid, request.offset, max(request.max_bytes, 1))
+                entries, error = list(res.entries), res.error
+            elif request.mode == pb.FROM_TIMESTAMP:
+                entries = (await leader.entries_from_timestamp(sid, request.timestamp))[:64]
+            elif request.mode == pb.MAX_TIMESTAMP:
+                best = await leader.max_timestamp_entry(sid)
+                entries = [best] if best is not None else []
+            start, hwm, epoch = await leader.offsets(sid)
+        except UnknownStream:
+            response = pb.ReadIndexResponse(
+                error_code=int(ErrorCode.unknown_topic_or_partition),
+                high_watermark=-1,
+                log_start_offset=-1,
+                leader_epoch=-1,
+            )
+            self._count(request, response, request.from_node)
+            return response
         response = pb.ReadIndexResponse(
             error_code=int(error),
             entries=[entry_to_pb(e) for e in entries],
@@ -103,6 +125,7 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         return response
 
     async def Coordinate(self, request: Any, context: Any) -> Any:  # noqa: N802
+        await _check_parsed(request, context)
         if self._coordinate is None:
             await context.abort(grpc.StatusCode.UNIMPLEMENTED, "no group coordinator here")
         assert self._coordinate is not None
@@ -122,15 +145,23 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         return response
 
     async def Watch(self, request: Any, context: Any) -> AsyncIterator[Any]:  # noqa: N802
-        sids = list(request.stream_ids)
+        await _check_parsed(request, context)
+        sids = list(dict.fromkeys(request.stream_ids))
+        if len(sids) > _MAX_WATCHED:
+            too_many = f"{len(sids)} streams to watch (at most {_MAX_WATCHED})"
+            await _refuse(context, request, too_many)
         last: dict[int, int] = {}
         if self._on_bytes is not None:
             self._on_bytes(request.from_node, request.ByteSize(), 0)
-        while True:
+        while sids:
             waits = {}
-            for sid in sids:
-                fut = await self._leader.changed(sid)
-                _, hwm, _ = await self._leader.offsets(sid)
+            for sid in list(sids):
+                try:
+                    fut = await self._leader.changed(sid)
+                    _, hwm, _ = await self._leader.offsets(sid)
+                except UnknownStream:
+                    sids.remove(sid)  # deleted: nothing more will happen to it
+                    continue
                 if last.get(sid) != hwm:
                     last[sid] = hwm
                     event = pb.WatchEvent(stream_id=sid, high_watermark=hwm)
@@ -138,7 +169,86 @@ class LeaderServicer(pb_grpc.LeaderServicer):
                         self._on_bytes(request.from_node, 0, event.ByteSize())
                     yield event
                 waits[sid] = fut
-            await asyncio.wait(list(waits.values()), return_when=asyncio.FIRST_COMPLETED)
+            if waits:
+                await asyncio.wait(list(waits.values()), return_when=asyncio.FIRST_COMPLETED)
+
+
+# A node watches the partitions its consumers read, one stream per call today.
+_MAX_WATCHED = 10_000
+
+
+@dataclass(frozen=True)
+class _Unparsed:
+    """A request body that is not a valid protobuf message of the method's type."""
+
+    message_type: str
+    size: int
+    from_node: int = -1
+
+
+def _lenient(message: Any) -> Callable[[bytes], Any]:
+    def parse(data: bytes) -> Any:
+        try:
+            return message.FromString(data)
+        except DecodeError:
+            return _Unparsed(message.__name__, len(data))
+
+    return parse
+
+
+async def _check_parsed(request: Any, context: Any) -> None:
+    if isinstance(request, _Unparsed):
+        await _refuse(
+            context, request, f"{request.size} bytes that are not a {request.message_type}"
+        )
+
+
+def _add_servicer(servicer: LeaderServicer, server: grpc.aio.Server) -> None:
+    """As the generated add_LeaderServicer_to_server, with one difference: a request that
+    does not parse reaches the method as `_Unparsed` instead of raising inside grpc,
+    which would log it at ERROR. A peer's garbage is its fault (WARNING, refused)."""
+    methods: list[tuple[str, Any, Any, Any]] = [
+        ("Append", grpc.unary_unary_rpc_method_handler, pb.AppendRequest, pb.AppendResponse),
+        (
+            "ReadIndex",
+            grpc.unary_unary_rpc_method_handler,
+            pb.ReadIndexRequest,
+            pb.ReadIndexResponse,
+        ),
+        ("Watch", grpc.unary_stream_rpc_method_handler, pb.WatchRequest, pb.WatchEvent),
+        (
+            "Coordinate",
+            grpc.unary_unary_rpc_method_handler,
+            pb.CoordinateRequest,
+            pb.CoordinateResponse,
+        ),
+    ]
+    handlers = {
+        name: factory(
+            getattr(servicer, name),
+            request_deserializer=_lenient(request),
+            response_serializer=response.SerializeToString,
+        )
+        for name, factory, request, response in methods
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(_SERVICE, handlers),))
+    server.add_registered_method_handlers(_SERVICE, handlers)
+
+
+_SERVICE = "zonegate.leader.v1.Leader"
+
+
+async def _refuse(context: Any, request: Any, reason: str) -> None:
+    """Ends a call whose request no zonegate node would send: the caller's fault, so a
+    WARNING naming the caller, and INVALID_ARGUMENT (raises, as context.abort does)."""
+    log.warning(
+        "refused %s from node %d (%s): %s",
+        getattr(request, "message_type", type(request).__name__),
+        getattr(request, "from_node", -1),
+        context.peer(),
+        reason,
+    )
+    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, reason)
 
 
 async def start_leader_server(
@@ -151,9 +261,7 @@ async def start_leader_server(
     server = grpc.aio.server(
         options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)],
     )
-    pb_grpc.add_LeaderServicer_to_server(  # type: ignore[no-untyped-call]
-        LeaderServicer(leader, on_bytes, coordinate), server
-    )
+    _add_servicer(LeaderServicer(leader, on_bytes, coordinate), server)
     bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
     return server, bound

@@ -31,6 +31,7 @@ from zonegate.metastore.models import (
     PartitionCommit,
     ProducerBatch,
     ProducerEntry,
+    UnknownStream,
 )
 
 log = logging.getLogger(__name__)
@@ -126,12 +127,25 @@ class LeaderService:
         newest: dict[int, int] = {}
         for b in batches:
             newest[b.stream_id] = max(newest.get(b.stream_id, ANY_EPOCH), b.leader_epoch)
+        unknown: set[int] = set()
         for sid, epoch in newest.items():
-            p = await self._partition(sid)
-            if epoch > p.leader_epoch:
-                # The partition moved here (again) since we cached it: reload its state.
-                self.forget([sid])
-                await self._partition(sid)
+            try:
+                p = await self._partition(sid)
+                if epoch > p.leader_epoch:
+                    # The partition moved here (again) since we cached it: reload its state.
+                    self.forget([sid])
+                    await self._partition(sid)
+            except UnknownStream:
+                unknown.add(sid)  # its topic was deleted meanwhile, or the caller is wrong
+        if unknown:
+            known = [b for b in batches if b.stream_id not in unknown]
+            answers = iter(await self.append(known) if known else [])
+            return [
+                AppendResult(ErrorCode.unknown_topic_or_partition)
+                if b.stream_id in unknown
+                else next(answers)
+                for b in batches
+            ]
         fut: asyncio.Future[list[AppendResult]] = asyncio.get_running_loop().create_future()
         self._queue.append((batches, fut))
         if self._committer is None or self._committer.done():

@@ -99,6 +99,14 @@ class TopicExists(MetaStoreError):
     pass
 
 
+class UnknownStream(MetaStoreError):
+    """No partition has this stream id (never had, or its topic was deleted)."""
+
+    def __init__(self, stream_id: int) -> None:
+        super().__init__(f"no partition with stream id {stream_id}")
+        self.stream_id = stream_id
+
+
 class PartitionCountChanged(MetaStoreError):
     """Partitions were added by someone else since the caller counted them."""
 

@@ -44,6 +44,7 @@ from zonegate.metastore.models import (
     ProducerEntry,
     TopicExists,
     TopicInfo,
+    UnknownStream,
 )
 
 T = TypeVar("T")
@@ -397,7 +398,7 @@ class SqliteMetaStore(GroupTables):
                 (stream_id,),
             ).fetchone()
             if row is None:
-                raise MetaStoreError(f"no partition with stream id {stream_id}")
+                raise UnknownStream(stream_id)
             producers = {
                 pid: ProducerEntry(
                     pid, epoch, tuple(ProducerBatch(*b) for b in json.loads(batches))

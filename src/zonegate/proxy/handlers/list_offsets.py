@@ -8,30 +8,36 @@ Kafka's time index does. Max timestamp likewise returns the exact record.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.metastore.models import IndexEntry
+from zonegate.broker.topic_configs import effective
+from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
+from zonegate.metastore.models import IndexEntry, UnknownStream
 from zonegate.proxy.context import RequestContext
-from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.handlers.common import NO_THROTTLE, cls, partition_error
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.records.batch import patch_batch
+from zonegate.records.batch import CorruptBatch, patch_batch
 from zonegate.records.decode import Record, decode_records
 
+log = logging.getLogger(__name__)
 API_KEY = 2
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 
 
-async def _records(ctx: RequestContext, entry: IndexEntry) -> list[Record]:
+async def _records(ctx: RequestContext, entry: IndexEntry, max_message_bytes: int) -> list[Record]:
     (blob,) = await ctx.node.reader.read([entry])
     buf = bytearray(blob)
     patch_batch(buf, 0, entry.base_offset, 0)
-    return decode_records(bytes(buf))
+    return decode_records(bytes(buf), max_message_bytes)
 
 
-async def _lookup(ctx: RequestContext, stream_id: int, ts: int) -> tuple[ErrorCode, int, int, int]:
+async def _lookup(
+    ctx: RequestContext, stream_id: int, ts: int, max_message_bytes: int
+) -> tuple[ErrorCode, int, int, int]:
     """(error, timestamp, offset, leader epoch) for one partition."""
     leader = ctx.node.leader
     start, hwm, epoch = await leader.offsets(stream_id)
@@ -45,12 +51,13 @@ async def _lookup(ctx: RequestContext, stream_id: int, ts: int) -> tuple[ErrorCo
         entry = await leader.max_timestamp_entry(stream_id)
         if entry is None:
             return ErrorCode.none, -1, -1, epoch
-        best = max(await _records(ctx, entry), key=lambda r: (r.timestamp, -r.offset))
+        records = await _records(ctx, entry, max_message_bytes)
+        best = max(records, key=lambda r: (r.timestamp, -r.offset))
         return ErrorCode.none, best.timestamp, best.offset, epoch
     if ts < 0:
         return ErrorCode.invalid_request, -1, -1, epoch
     for entry in await leader.entries_from_timestamp(stream_id, ts):
-        for r in await _records(ctx, entry):
+        for r in await _records(ctx, entry, max_message_bytes):
             if r.timestamp >= ts and r.offset >= start:
                 return ErrorCode.none, r.timestamp, r.offset, epoch
     return ErrorCode.none, -1, -1, epoch
@@ -69,7 +76,16 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 err, ts, off, epoch = ErrorCode.unknown_topic_or_partition, -1, -1, -1
             else:
                 sid = topic.partitions[p.partition_index].stream_id
-                err, ts, off, epoch = await _lookup(ctx, sid, p.timestamp)
+                limit = int(effective(topic.configs, "max.message.bytes"))
+                try:
+                    err, ts, off, epoch = await _lookup(ctx, sid, p.timestamp, limit)
+                except (UnknownStream, LeaderUnavailable) as exc:
+                    err, ts, off, epoch = partition_error(exc), -1, -1, -1
+                except CorruptBatch as exc:
+                    # Produce stores compressed bodies unopened: one that cannot be read
+                    # within the limits fails this lookup, never the node.
+                    log.warning("ListOffsets of %s-%d: %s", t.name, p.partition_index, exc)
+                    err, ts, off, epoch = ErrorCode.corrupt_message, -1, -1, -1
             answers.append(
                 make(
                     part_cls,

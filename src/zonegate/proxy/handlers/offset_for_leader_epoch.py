@@ -18,8 +18,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
+from zonegate.metastore.models import UnknownStream
 from zonegate.proxy.context import RequestContext
-from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.handlers.common import NO_THROTTLE, cls, partition_error
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
 
@@ -33,8 +34,8 @@ async def _end_offset(
     """(error, epoch, end offset) for one partition."""
     try:
         _, hwm, current = await ctx.node.leader.offsets(stream_id)
-    except LeaderUnavailable:
-        return ErrorCode.not_leader_or_follower, UNDEFINED, UNDEFINED
+    except (UnknownStream, LeaderUnavailable) as exc:
+        return partition_error(exc), UNDEFINED, UNDEFINED
     if current_epoch_seen >= 0 and current_epoch_seen != current:
         # The client's metadata is older (or newer) than the leader's epoch: as Kafka,
         # fence it so that it refreshes metadata and asks again.

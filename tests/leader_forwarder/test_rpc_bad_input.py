@@ -1,0 +1,98 @@
+"""The leader's gRPC service answers bad or stale calls with errors, never a crash.
+
+A real gRPC server over a real SQLite store: a deleted (or never created)
+partition is UNKNOWN_TOPIC_OR_PARTITION, through the RPC client as in
+process; a call no zonegate node would send is refused with INVALID_ARGUMENT
+and one WARNING naming the caller; garbage bytes on the port close the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from pathlib import Path
+
+import grpc
+import pytest
+from kio.schema.errors import ErrorCode
+
+from zonegate.leader_forwarder.grpc_client import RemoteLeader
+from zonegate.leader_forwarder.grpc_server import start_leader_server
+from zonegate.leader_forwarder.leader import LeaderService
+from zonegate.leader_forwarder.messages import ANY_EPOCH, AppendBatch
+from zonegate.leader_forwarder.proto import leader_pb2 as pb
+from zonegate.metastore.models import UnknownStream
+from zonegate.metastore.sqlite import SqliteMetaStore
+
+pytestmark = pytest.mark.integration
+
+
+def test_unknown_streams_and_refused_calls(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def run() -> None:
+        meta = SqliteMetaStore(str(tmp_path / "m.db"))
+        t = await meta.create_topic("t", {}, [1])
+        (sid,) = (p.stream_id for p in t.partitions)
+        leader = LeaderService(meta)
+        server, port = await start_leader_server(leader, "127.0.0.1", 0)
+        remote = RemoteLeader(f"127.0.0.1:{port}", from_node=7)
+        try:
+            ok = AppendBatch(sid, ANY_EPOCH, "obj", 0, 100, 1, 1000, -1, -1, -1)
+            gone = AppendBatch(sid + 1000, ANY_EPOCH, "obj", 0, 100, 1, 1000, -1, -1, -1)
+            results = await remote.append([ok, gone, ok])
+            assert [r.error for r in results] == [
+                ErrorCode.none,
+                ErrorCode.unknown_topic_or_partition,
+                ErrorCode.none,
+            ]
+            assert [r.base_offset for r in results] == [0, -1, 1]
+            for call in (
+                remote.offsets(sid + 1000),
+                remote.read_index(sid + 1000, 0, 100),
+                leader.offsets(sid + 1000),
+            ):
+                with pytest.raises(UnknownStream):
+                    await call
+
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                append = channel.unary_unary(
+                    "/zonegate.leader.v1.Leader/Append",
+                    request_serializer=pb.AppendRequest.SerializeToString,
+                    response_deserializer=pb.AppendResponse.FromString,
+                )
+                bad = pb.AppendRequest(
+                    object_keys=["k"],
+                    batches=[
+                        pb.BatchSummary(stream_id=sid, object_index=5, length=10, record_count=1)
+                    ],
+                    from_node=9,
+                )
+                with caplog.at_level(logging.WARNING):
+                    with pytest.raises(grpc.aio.AioRpcError) as err:
+                        await append(bad)
+                assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+                assert "object index 5 of 1" in (err.value.details() or "")
+                raw = channel.unary_unary("/zonegate.leader.v1.Leader/ReadIndex")
+                with pytest.raises(grpc.aio.AioRpcError):
+                    await raw(b"\xff\xff\xff garbage")
+            refused = [
+                r for r in caplog.records if "refused AppendRequest from node 9" in r.message
+            ]
+            assert len(refused) == 1 and refused[0].levelno == logging.WARNING
+
+            # Bytes that are not HTTP/2 at all: the connection closes, the server serves on.
+            with socket.create_connection(("127.0.0.1", port)) as s:
+                s.sendall(b"\x00\x00\x00\x1b" + bytes(range(200)))
+                s.settimeout(5)
+                while s.recv(4096):
+                    pass
+            assert (await remote.offsets(sid))[1] == 2
+            assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+        finally:
+            await remote.close()
+            await server.stop(None)
+            await meta.close()
+
+    asyncio.run(run())
