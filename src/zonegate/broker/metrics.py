@@ -6,7 +6,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+)
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
@@ -19,7 +23,9 @@ class NodeCollector(Collector):
     def __init__(self, node: Node) -> None:
         self._node = node
 
-    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+    def collect(
+        self,
+    ) -> Iterator[CounterMetricFamily | GaugeMetricFamily | HistogramMetricFamily]:
         node = self._node
         acc = node.accounting
         bytes_in = CounterMetricFamily(
@@ -78,6 +84,20 @@ class NodeCollector(Collector):
         hits.add_metric([str(acc.node_id), "hit"], node.log_cache.hits)
         hits.add_metric([str(acc.node_id), "miss"], node.log_cache.misses)
         yield hits
+        per_fetch = node.reader.gets_per_fetch
+        gets = HistogramMetricFamily(
+            "zonegate_fetch_object_gets",
+            "Object-store GETs each read pass of a Fetch took (bounded per pass)",
+            labels=["node"],
+        )
+        cumulative = 0
+        buckets = []
+        for bound, count in zip(per_fetch.BUCKETS, per_fetch.counts, strict=False):
+            cumulative += count
+            buckets.append((str(bound), cumulative))
+        buckets.append(("+Inf", cumulative + per_fetch.counts[-1]))
+        gets.add_metric([str(acc.node_id)], buckets, per_fetch.total)
+        yield gets
 
 
 def node_registry(node: Node) -> CollectorRegistry:

@@ -6,6 +6,8 @@ partition leader epoch are rewritten on the way out (the CRC does not cover
 them); batches are never decompressed. Limits are Kafka's: `max_bytes` for the
 answer and `partition_max_bytes` per partition, but the first batch of the
 answer is always returned whole so that a consumer can make progress.
+Each answer takes at most MAX_GETS_PER_FETCH object-store GETs (entries of one
+object share a GET; storage/reader.py), however far behind the consumer is.
 Fetch sessions (KIP-227) are not kept: every answer has session id 0, which
 clients take as "send full requests".
 """
@@ -19,14 +21,19 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.metastore.models import IndexEntry
+from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
+from zonegate.metastore.models import IndexEntry, UnknownStream
 from zonegate.proxy.context import RequestContext
-from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.handlers.common import NO_THROTTLE, cls, partition_error
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
 from zonegate.records.batch import patch_batch
+from zonegate.storage.reader import MAX_GETS_PER_READ
 
 API_KEY = 1
+# Object-store GETs one Fetch answer may take however far behind its consumer is: a
+# reader of thousands of small batches gets them over several answers, each cheap.
+MAX_GETS_PER_FETCH = MAX_GETS_PER_READ
 
 
 @dataclass(slots=True)
@@ -62,7 +69,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     deadline = time.monotonic() + request.max_wait.total_seconds()
     min_bytes = max(request.min_bytes, 1)
     while True:
-        waits = [await node.leader.changed(p.stream_id) for p in parts if p.stream_id >= 0]
+        waits = []
+        for p in parts:
+            if p.stream_id >= 0 and p.error == ErrorCode.none:
+                try:
+                    waits.append(await node.leader.changed(p.stream_id))
+                except (UnknownStream, LeaderUnavailable) as exc:
+                    p.error = partition_error(exc)
         total = await _read_all(ctx, parts, max_bytes)
         remaining = deadline - time.monotonic()
         if (
@@ -82,43 +95,62 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 async def _read_all(ctx: RequestContext, parts: list[_Part], max_bytes: int) -> int:
     node = ctx.node
     total = 0
+    gets_left = MAX_GETS_PER_FETCH
     for p in parts:
         p.records = b""
-        if p.stream_id < 0:
+        if p.stream_id < 0 or p.error != ErrorCode.none:
             continue
-        budget = min(p.max_bytes, max(max_bytes - total, 0))
-        if budget <= 0 and total > 0:
-            lso, hwm, epoch = await node.leader.offsets(p.stream_id)
-            p.high_watermark, p.log_start_offset, p.leader_epoch = hwm, lso, epoch
+        try:
+            read = await _read_one(ctx, p, max_bytes, total, gets_left)
+        except (UnknownStream, LeaderUnavailable) as exc:
+            p.error = partition_error(exc)
             continue
-        res = await node.leader.read_index(p.stream_id, p.offset, max(budget, 1))
-        p.error = res.error
-        p.high_watermark, p.log_start_offset = res.high_watermark, res.log_start_offset
-        p.leader_epoch = res.leader_epoch
-        if res.error != ErrorCode.none or not res.entries:
-            continue
-        entries = list(res.entries)
-        # Beyond the first batch of the whole answer, stay within the limits.
-        if total > 0 or p.max_bytes < entries[0].length:
-            kept: list[IndexEntry] = []
-            size = 0
-            for e in entries:
-                if size + e.length > budget and (kept or total > 0):
-                    break
-                kept.append(e)
-                size += e.length
-            entries = kept
-        if not entries:
-            continue
-        blobs = await node.reader.read(entries)
-        buf = bytearray(b"".join(blobs))
-        pos = 0
-        for e, blob in zip(entries, blobs, strict=True):
-            patch_batch(buf, pos, e.base_offset, p.leader_epoch)
-            pos += len(blob)
-        p.records = bytes(buf)
-        total += len(buf)
+        total += read[0]
+        gets_left -= read[1]
+    node.reader.gets_per_fetch.observe(MAX_GETS_PER_FETCH - gets_left)
     return total
+
+
+async def _read_one(
+    ctx: RequestContext, p: _Part, max_bytes: int, total: int, gets_left: int
+) -> tuple[int, int]:
+    """Reads one partition into `p`: (bytes read, GETs taken)."""
+    node = ctx.node
+    budget = min(p.max_bytes, max(max_bytes - total, 0))
+    if budget <= 0 and total > 0:
+        lso, hwm, epoch = await node.leader.offsets(p.stream_id)
+        p.high_watermark, p.log_start_offset, p.leader_epoch = hwm, lso, epoch
+        return 0, 0
+    res = await node.leader.read_index(p.stream_id, p.offset, max(budget, 1))
+    p.error = res.error
+    p.high_watermark, p.log_start_offset = res.high_watermark, res.log_start_offset
+    p.leader_epoch = res.leader_epoch
+    if res.error != ErrorCode.none or not res.entries:
+        return 0, 0
+    entries = list(res.entries)
+    # Beyond the first batch of the whole answer, stay within the limits.
+    if total > 0 or p.max_bytes < entries[0].length:
+        kept: list[IndexEntry] = []
+        size = 0
+        for e in entries:
+            if size + e.length > budget and (kept or total > 0):
+                break
+            kept.append(e)
+            size += e.length
+        entries = kept
+    if not entries:
+        return 0, 0
+    blobs, gets = await node.reader.read_prefix(entries, max(gets_left, 0 if total else 1))
+    if not blobs:
+        return 0, gets  # this answer's GETs are spent: the client asks again from here
+    entries = entries[: len(blobs)]
+    buf = bytearray(b"".join(blobs))
+    pos = 0
+    for e, blob in zip(entries, blobs, strict=True):
+        patch_batch(buf, pos, e.base_offset, p.leader_epoch)
+        pos += len(blob)
+    p.records = bytes(buf)
+    return len(buf), gets
 
 
 def _answer(ctx: RequestContext, parts: list[_Part]) -> Any:
