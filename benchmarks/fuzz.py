@@ -1,0 +1,94 @@
+"""Long fuzz runs against a real node, for deeper hunts than the suite's bounded run.
+
+Starts `zonegate serve` (one zone, local store) with frame capture on, drives
+kafka-python and confluent-kafka through it so the capture holds real clients'
+frames, then sends `--frames` malformed frames (tests/fuzzing.py) in rounds of
+`--round` frames. After each round: the node process must be alive, a
+confluent-kafka producer and consumer must still produce and read back a
+record, and the node's log must hold no ERROR line and no traceback. Prints a
+line per round and, last:
+
+    fuzz: N frames survived (seed S), K connections, A answers, C closed by the node; RSS R MiB
+
+Exits 1 at the first failed check, naming it and the round's seed, so the run
+can be repeated (`--seed`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.fuzzing import (  # noqa: E402
+    FuzzStats,
+    HealthCheck,
+    drive_real_clients,
+    fuzz,
+    read_capture,
+)
+from tests.node_harness import start_node  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--frames", type=int, default=200_000)
+    ap.add_argument("--round", type=int, default=5_000, help="frames between health checks")
+    ap.add_argument("--seed", type=int, default=int(time.time()))
+    ap.add_argument("--concurrency", type=int, default=16)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="zonegate-fuzz-") as tmp:
+        capture = Path(tmp) / "frames.bin"
+        node = start_node(
+            Path(tmp) / "node", ["--zones", "zone-a"], {"ZONEGATE_CAPTURE_FRAMES": str(capture)}
+        )
+        try:
+            drive_real_clients(node.bootstrap, "fuzz-capture")
+            corpus = read_capture(str(capture))
+            print(f"captured {len(corpus)} frames from real clients", flush=True)
+            health = HealthCheck(node)
+            stats = FuzzStats()
+            rng = random.Random(args.seed)
+            started = time.monotonic()
+            rounds = 0
+            while stats.frames < args.frames:
+                rounds += 1
+                asyncio.run(
+                    fuzz(
+                        node.port,
+                        args.round,
+                        rng,
+                        corpus,
+                        concurrency=args.concurrency,
+                        stats=stats,
+                    )
+                )
+                problem = health.problem()
+                print(
+                    f"round {rounds}: {stats.frames} frames, {stats.connections} connections, "
+                    f"{stats.answers} answers, {stats.closed_by_node} closed; "
+                    f"RSS {health.rss_mib():.0f} MiB; {time.monotonic() - started:.0f} s",
+                    flush=True,
+                )
+                if problem:
+                    print(f"FAILED after {stats.frames} frames (seed {args.seed}): {problem}")
+                    return 1
+            print(
+                f"fuzz: {stats.frames} frames survived (seed {args.seed}), {stats.connections} "
+                f"connections, {stats.answers} answers, {stats.closed_by_node} closed by the node; "
+                f"RSS {health.rss_mib():.0f} MiB"
+            )
+            return 0
+        finally:
+            if node.alive():
+                node.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""No byte sequence a client sends can crash, hang or bloat a node (issue 12).
+
+A real node process is sent the frames of issue 12 (the 31-byte
+CreatePartitions frame that made kio's native reader abort the process, null
+arrays) and then a seeded fuzz run: random, truncated, length-corrupted and
+mutated frames of every API the node serves, mutated from real clients'
+frames (captured by the node itself, ZONEGATE_CAPTURE_FRAMES) and from
+synthetic requests. After every thousand frames: the process is alive, a
+confluent-kafka producer and consumer still produce and read back, and the
+node logged nothing at ERROR and no traceback. Longer hunts:
+benchmarks/fuzz.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import socket
+import struct
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import NodeFactory
+from tests.fuzzing import SERVED, FuzzStats, HealthCheck, drive_real_clients, fuzz, read_capture
+
+pytestmark = pytest.mark.e2e
+
+ISSUE_12_FRAME = bytes.fromhex("0000001b0025000212c8bbf1000000fabed9dd48911090cc68a7e89be0e68d")
+FRAMES = 20_000
+ROUND = 1_000
+SEED = 12
+
+
+def _null_array_frames() -> list[bytes]:
+    """Produce v9, DescribeGroups v5 and DeleteTopics v6 with a null top-level array."""
+
+    def frame(api_key: int, version: int, body: bytes) -> bytes:
+        header = struct.pack(">hhih", api_key, version, 1, 4) + b"fuzz" + b"\x00"
+        return struct.pack(">i", len(header) + len(body)) + header + body
+
+    return [
+        frame(0, 9, b"\x00" + struct.pack(">hi", -1, 1000) + b"\x00\x00"),
+        frame(15, 5, b"\x00\x00\x00"),
+        frame(20, 6, b"\x00" + struct.pack(">i", 1000) + b"\x00"),
+    ]
+
+
+def _closed_after(port: int, frame: bytes) -> bool:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(frame)
+        try:
+            return s.recv(1) == b""
+        except ConnectionResetError:
+            return True
+
+
+def test_issue_12_frames_leave_the_node_serving(node_factory: NodeFactory) -> None:
+    node = node_factory(["--zones", "zone-a"])
+    health = HealthCheck(node)
+    try:
+        for frame in [ISSUE_12_FRAME, *_null_array_frames()]:
+            assert _closed_after(node.port, frame)
+            assert health.problem() is None
+        log = node.log_text()
+        assert "cannot decode CreatePartitionsRequest v2" in log
+        assert "elements cannot fit in the" in log
+        for field in ("topic_data", "groups", "topics"):
+            assert f"{field}: count -1 where the schema allows no null" in log
+        assert "TypeError" not in log
+    finally:
+        health.close()
+
+
+def test_twenty_thousand_malformed_frames(node_factory: NodeFactory, tmp_path: Path) -> None:
+    capture = tmp_path / "frames.bin"
+    node = node_factory(["--zones", "zone-a"], env={"ZONEGATE_CAPTURE_FRAMES": str(capture)})
+    drive_real_clients(node.bootstrap, "fuzz-capture")
+    corpus = read_capture(str(capture))
+    captured = {struct.unpack_from(">h", f, 4)[0] for f in corpus}
+    # Real clients' produce, fetch, group and admin calls are all in the corpus.
+    assert {0, 1, 2, 3, 8, 9, 10, 11, 12, 14, 16, 18, 19, 32, 37} <= captured, captured
+    health = HealthCheck(node)
+    rng = random.Random(SEED)
+    stats = FuzzStats()
+    rss: list[float] = [health.rss_mib()]
+    try:
+        while stats.frames < FRAMES:
+            asyncio.run(fuzz(node.port, ROUND, rng, corpus, stats=stats))
+            problem = health.problem()
+            assert problem is None, f"after {stats.frames} frames (seed {SEED}): {problem}"
+            rss.append(health.rss_mib())
+    finally:
+        health.close()
+    assert stats.frames >= FRAMES
+    assert stats.answers > 1000 and stats.closed_by_node > 1000  # both paths were taken
+    kinds = set(stats.kinds)
+    assert {"flip", "truncate", "size", "count", "header", "splice", "noise"} <= kinds
+    # Every API the node serves was sent, well-formed and damaged, many times over.
+    assert all(stats.apis.get(k, 0) >= 50 for k, _ in SERVED), stats.apis
+    # Memory does not grow with the frames: the last rounds hold what the first did.
+    assert max(rss[-5:]) < rss[1] + 64, rss
