@@ -8,7 +8,11 @@ confluent-kafka producer and consumer must still produce and read back a
 record, and the node's log must hold no ERROR line and no traceback. Prints a
 line per round and, last:
 
-    fuzz: N frames survived (seed S), K connections, A answers, C closed by the node; RSS R MiB
+    fuzz: N frames survived (seed S), K connections, A answers, C closed by the node,
+    L leader RPC calls; RSS R MiB
+
+Each round also sends round/20 leader RPC calls without the cluster's token and
+as many with it, and bytes of no protocol to the RPC and HTTP ports.
 
 Exits 1 at the first failed check, naming it and the round's seed, so the run
 can be repeated (`--seed`).
@@ -19,6 +23,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import re
+import sqlite3
 import sys
 import tempfile
 import time
@@ -31,9 +37,11 @@ from tests.fuzzing import (  # noqa: E402
     HealthCheck,
     drive_real_clients,
     fuzz,
+    fuzz_raw,
+    fuzz_rpc,
     read_capture,
 )
-from tests.node_harness import start_node  # noqa: E402
+from tests.node_harness import free_port_block, start_node  # noqa: E402
 
 
 def main() -> int:
@@ -45,18 +53,25 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="zonegate-fuzz-") as tmp:
         capture = Path(tmp) / "frames.bin"
+        http = free_port_block(1)
         node = start_node(
-            Path(tmp) / "node", ["--zones", "zone-a"], {"ZONEGATE_CAPTURE_FRAMES": str(capture)}
+            Path(tmp) / "node",
+            ["--zones", "zone-a", "--http-port", str(http)],
+            {"ZONEGATE_CAPTURE_FRAMES": str(capture)},
         )
         try:
             drive_real_clients(node.bootstrap, "fuzz-capture")
             corpus = read_capture(str(capture))
             print(f"captured {len(corpus)} frames from real clients", flush=True)
             health = HealthCheck(node)
+            (rpc,) = (int(p) for p in re.findall(r"leader RPC on port (\d+)", node.log_text()))
+            with sqlite3.connect(Path(tmp) / "node" / "meta.db") as db:
+                (token,) = db.execute("SELECT value FROM cluster_secrets").fetchone()
             stats = FuzzStats()
             rng = random.Random(args.seed)
             started = time.monotonic()
             rounds = 0
+            rpc_calls = 0
             while stats.frames < args.frames:
                 rounds += 1
                 asyncio.run(
@@ -69,6 +84,13 @@ def main() -> int:
                         stats=stats,
                     )
                 )
+                # The leader RPC (with and without the cluster's token) and the HTTP port.
+                calls = args.round // 20
+                asyncio.run(fuzz_rpc(rpc, calls, rng))
+                asyncio.run(fuzz_rpc(rpc, calls, rng, token))
+                asyncio.run(fuzz_raw(rpc, calls // 4, rng))
+                asyncio.run(fuzz_raw(http, calls // 2, rng))
+                rpc_calls += 2 * calls
                 problem = health.problem()
                 print(
                     f"round {rounds}: {stats.frames} frames, {stats.connections} connections, "
@@ -81,8 +103,8 @@ def main() -> int:
                     return 1
             print(
                 f"fuzz: {stats.frames} frames survived (seed {args.seed}), {stats.connections} "
-                f"connections, {stats.answers} answers, {stats.closed_by_node} closed by the node; "
-                f"RSS {health.rss_mib():.0f} MiB"
+                f"connections, {stats.answers} answers, {stats.closed_by_node} closed by the node, "
+                f"{rpc_calls} leader RPC calls; RSS {health.rss_mib():.0f} MiB"
             )
             return 0
         finally:

@@ -433,3 +433,141 @@ class HealthCheck:
 
     def close(self) -> None:
         self._consumer.close()
+
+
+# -- the leader's gRPC port and the HTTP port ---------------------------------------
+_RPC_METHODS = {
+    "Append": "AppendRequest",
+    "ReadIndex": "ReadIndexRequest",
+    "Watch": "WatchRequest",
+    "Coordinate": "CoordinateRequest",
+}
+
+
+def _random_proto(message: Any, rng: random.Random, depth: int = 0) -> Any:
+    """A protobuf message of `message`'s type with random field values."""
+    from google.protobuf.descriptor import FieldDescriptor as F
+
+    msg = message()
+    for f in message.DESCRIPTOR.fields:
+        if rng.random() < 0.3:
+            continue
+        repeated = f.is_repeated
+        count = rng.choice([0, 1, 2, 5, 20_000 if rng.random() < 0.02 else 3]) if repeated else 1
+        values: list[Any] = []
+        for _ in range(count):
+            if f.type == F.TYPE_MESSAGE:
+                if depth > 2:
+                    break
+                sub = _random_proto(f.message_type._concrete_class, rng, depth + 1)
+                values.append(sub)
+            elif f.type == F.TYPE_STRING:
+                values.append(rng.choice(["", "wal/x", "fuzz", "k" * 300]))
+            elif f.type == F.TYPE_BYTES:
+                values.append(rng.randbytes(rng.randint(0, 64)))
+            elif f.type == F.TYPE_ENUM:
+                values.append(rng.choice([0, 1, 2, 3]))
+            elif f.type in (F.TYPE_UINT32, F.TYPE_UINT64):
+                values.append(rng.choice([0, 1, 7, 2**31, 2**32 - 1]))
+            else:
+                bits = 31 if f.type == F.TYPE_INT32 else 63
+                values.append(rng.choice([0, 1, -1, 3, 2**bits - 1, -(2**bits)]))
+        if not values:
+            continue
+        if repeated and f.type == F.TYPE_MESSAGE:
+            getattr(msg, f.name).extend(values)
+        elif repeated:
+            getattr(msg, f.name).extend(values)
+        elif f.type == F.TYPE_MESSAGE:
+            getattr(msg, f.name).CopyFrom(values[0])
+        else:
+            setattr(msg, f.name, values[0])
+    return msg
+
+
+async def fuzz_rpc(port: int, calls: int, rng: random.Random, token: str = "") -> int:
+    """`calls` calls of random methods with random or garbage bodies; how many were answered.
+
+    With the cluster's `token` the calls pass its check and reach the methods. A peer
+    holding it is one of the cluster's nodes, trusted to name objects that exist, so
+    then Append names only streams that do not (nothing is committed).
+    """
+    import grpc
+
+    from zonegate.leader_forwarder.proto import leader_pb2 as pb
+
+    answered = 0
+
+    async def one(channel: Any) -> None:
+        nonlocal answered
+        method = rng.choice(list(_RPC_METHODS))
+        # With the token, an Append body is only ever built here (a flipped byte or
+        # random bytes could name a real stream); other bodies may be anything.
+        trusted_append = bool(token) and method == "Append"
+        if trusted_append or rng.random() < 0.6:
+            msg = _random_proto(getattr(pb, _RPC_METHODS[method]), rng)
+            if trusted_append:
+                for b in msg.batches:
+                    b.stream_id = 10**9 + rng.randrange(1000)
+            body = msg.SerializeToString()
+            if rng.random() < 0.3 and body and not trusted_append:
+                mutated = bytearray(body)
+                mutated[rng.randrange(len(mutated))] = rng.getrandbits(8)
+                body = bytes(mutated)
+        else:
+            body = rng.randbytes(rng.randint(0, 100))
+        path = f"/zonegate.leader.v1.Leader/{method}"
+        metadata = (("zonegate-rpc-token", token),) if token else None
+        try:
+            if method == "Watch":
+                call = channel.unary_stream(path)(body, timeout=0.3, metadata=metadata)
+                async for _ in call:
+                    pass
+            else:
+                await channel.unary_unary(path)(body, timeout=2, metadata=metadata)
+            answered += 1
+        except grpc.aio.AioRpcError:
+            pass
+
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        for start in range(0, calls, 16):
+            await asyncio.gather(*(one(channel) for _ in range(min(16, calls - start))))
+    return answered
+
+
+async def fuzz_raw(port: int, connections: int, rng: random.Random) -> None:
+    """Bytes that are not the port's protocol at all, or half of a request, then a close."""
+
+    async def one() -> None:
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            return
+        choice = rng.random()
+        if choice < 0.3:
+            data = rng.randbytes(rng.randint(1, 3000))
+        elif choice < 0.5:
+            data = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + rng.randbytes(rng.randint(0, 200))
+        elif choice < 0.7:
+            data = b"GET /" + b"a" * rng.randint(0, 20_000) + b" HTTP/1.1\r\n"
+        elif choice < 0.85:
+            data = b"GET /metrics HTTP/1.1\r\n" + b"X: y\r\n" * rng.randint(0, 3000) + b"\r\n"
+        else:
+            data = rng.choice(
+                [b"GET /readyz HTTP/1.0\r\n\r\n", b"POST / HTTP/1.1\r\n\r\n", b"\r\n"]
+            )
+        try:
+            writer.write(data)
+            await writer.drain()
+            await asyncio.wait_for(reader.read(65536), 0.2)
+        except (TimeoutError, ConnectionError, OSError):
+            pass
+        finally:
+            writer.close()
+            try:
+                await writer.wait_closed()
+            except (ConnectionError, OSError):
+                pass
+
+    for start in range(0, connections, 16):
+        await asyncio.gather(*(one() for _ in range(min(16, connections - start))))

@@ -7,7 +7,8 @@ mutated frames of every API the node serves, mutated from real clients'
 frames (captured by the node itself, ZONEGATE_CAPTURE_FRAMES) and from
 synthetic requests. After every thousand frames: the process is alive, a
 confluent-kafka producer and consumer still produce and read back, and the
-node logged nothing at ERROR and no traceback. Longer hunts:
+node logged nothing at ERROR and no traceback. The leader's gRPC port and
+the HTTP port get the same treatment in their own protocols. Longer hunts:
 benchmarks/fuzz.py.
 """
 
@@ -15,14 +16,27 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import socket
+import sqlite3
 import struct
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import NodeFactory
-from tests.fuzzing import SERVED, FuzzStats, HealthCheck, drive_real_clients, fuzz, read_capture
+from tests.fuzzing import (
+    SERVED,
+    FuzzStats,
+    HealthCheck,
+    drive_real_clients,
+    fuzz,
+    fuzz_raw,
+    fuzz_rpc,
+    read_capture,
+)
+from tests.node_harness import free_port_block
 
 pytestmark = pytest.mark.e2e
 
@@ -100,3 +114,36 @@ def test_twenty_thousand_malformed_frames(node_factory: NodeFactory, tmp_path: P
     assert all(stats.apis.get(k, 0) >= 50 for k, _ in SERVED), stats.apis
     # Memory does not grow with the frames: the last rounds hold what the first did.
     assert max(rss[-5:]) < rss[1] + 64, rss
+
+
+def test_rpc_and_http_ports_take_garbage(node_factory: NodeFactory) -> None:
+    """The leader's gRPC port and the HTTP port: random and garbage calls, bytes that are
+    not their protocol, oversized and endless request heads. The node answers or closes,
+    logs no ERROR, and serves clients after."""
+    http = free_port_block(1)
+    node = node_factory(["--zones", "zone-a", "--http-port", str(http)])
+    (rpc,) = re.findall(r"leader RPC on port (\d+)", node.log_text())
+    health = HealthCheck(node)
+    token = _rpc_token(node.data_dir / "meta.db")
+    rng = random.Random(SEED)
+    try:
+        for _ in range(4):
+            assert asyncio.run(fuzz_rpc(int(rpc), 150, rng)) == 0  # no token: nothing served
+            assert asyncio.run(fuzz_rpc(int(rpc), 150, rng, token)) > 0
+            asyncio.run(fuzz_raw(int(rpc), 50, rng))
+            asyncio.run(fuzz_raw(http, 100, rng))
+            problem = health.problem()
+            assert problem is None, problem
+        with urllib.request.urlopen(f"http://127.0.0.1:{http}/readyz", timeout=10) as r:
+            assert r.status == 200
+    finally:
+        health.close()
+    log = node.log_text()
+    assert "leader RPC calls without the cluster's token" in log  # at WARNING, rate-limited
+    assert "refused AppendRequest" in log or "refused ReadIndexRequest" in log
+
+
+def _rpc_token(meta_db: Path) -> str:
+    with sqlite3.connect(meta_db) as db:
+        (token,) = db.execute("SELECT value FROM cluster_secrets WHERE name = 'rpc-token'")
+    return str(token[0])

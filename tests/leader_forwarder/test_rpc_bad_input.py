@@ -2,8 +2,9 @@
 
 A real gRPC server over a real SQLite store: a deleted (or never created)
 partition is UNKNOWN_TOPIC_OR_PARTITION, through the RPC client as in
-process; a call no zonegate node would send is refused with INVALID_ARGUMENT
-and one WARNING naming the caller; garbage bytes on the port close the stream.
+process; a call without the cluster's token is refused (UNAUTHENTICATED); a
+call no zonegate node would send is refused with INVALID_ARGUMENT and one
+WARNING naming the caller; garbage bytes on the port close the stream.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import grpc
 import pytest
 from kio.schema.errors import ErrorCode
 
-from zonegate.leader_forwarder.grpc_client import RemoteLeader
+from zonegate.leader_forwarder.grpc_client import LeaderUnavailable, RemoteLeader
 from zonegate.leader_forwarder.grpc_server import start_leader_server
 from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.leader_forwarder.messages import ANY_EPOCH, AppendBatch
@@ -36,8 +37,9 @@ def test_unknown_streams_and_refused_calls(
         t = await meta.create_topic("t", {}, [1])
         (sid,) = (p.stream_id for p in t.partitions)
         leader = LeaderService(meta)
-        server, port = await start_leader_server(leader, "127.0.0.1", 0)
-        remote = RemoteLeader(f"127.0.0.1:{port}", from_node=7)
+        server, port = await start_leader_server(leader, "127.0.0.1", 0, token="s3cret")
+        remote = RemoteLeader(f"127.0.0.1:{port}", from_node=7, token="s3cret")
+        stranger = RemoteLeader(f"127.0.0.1:{port}", from_node=8, token="guess")
         try:
             ok = AppendBatch(sid, ANY_EPOCH, "obj", 0, 100, 1, 1000, -1, -1, -1)
             gone = AppendBatch(sid + 1000, ANY_EPOCH, "obj", 0, 100, 1, 1000, -1, -1, -1)
@@ -56,6 +58,14 @@ def test_unknown_streams_and_refused_calls(
                 with pytest.raises(UnknownStream):
                     await call
 
+            # Without the cluster's token nothing is served, not even a read.
+            with pytest.raises(LeaderUnavailable, match="UNAUTHENTICATED"):
+                await stranger.append([ok])
+            with pytest.raises(LeaderUnavailable, match="UNAUTHENTICATED"):
+                await stranger.offsets(sid)
+            assert (await remote.offsets(sid))[1] == 2  # the stranger appended nothing
+
+            token = (("zonegate-rpc-token", "s3cret"),)
             async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
                 append = channel.unary_unary(
                     "/zonegate.leader.v1.Leader/Append",
@@ -71,12 +81,12 @@ def test_unknown_streams_and_refused_calls(
                 )
                 with caplog.at_level(logging.WARNING):
                     with pytest.raises(grpc.aio.AioRpcError) as err:
-                        await append(bad)
+                        await append(bad, metadata=token)
                 assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
                 assert "object index 5 of 1" in (err.value.details() or "")
                 raw = channel.unary_unary("/zonegate.leader.v1.Leader/ReadIndex")
                 with pytest.raises(grpc.aio.AioRpcError):
-                    await raw(b"\xff\xff\xff garbage")
+                    await raw(b"\xff\xff\xff garbage", metadata=token)
             refused = [
                 r for r in caplog.records if "refused AppendRequest from node 9" in r.message
             ]
@@ -92,6 +102,7 @@ def test_unknown_streams_and_refused_calls(
             assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
         finally:
             await remote.close()
+            await stranger.close()
             await server.stop(None)
             await meta.close()
 

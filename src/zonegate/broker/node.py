@@ -92,6 +92,7 @@ class Node:
         # Every request asks; the answer depends only on (client id, address).
         self.client_zone = functools.lru_cache(maxsize=4096)(self.zones.resolve)
         self._remotes: dict[int, RemoteLeader] = {}
+        self._rpc_token = ""  # read from the metadata store at start
         self.leader = LeaderDirectory(
             config.node_id,
             self.local_leader,
@@ -158,7 +159,10 @@ class Node:
                 )
 
             remote = RemoteLeader(
-                f"{rec.rpc_host}:{rec.rpc_port}", from_node=self.config.node_id, bytes_hook=count
+                f"{rec.rpc_host}:{rec.rpc_port}",
+                from_node=self.config.node_id,
+                token=self._rpc_token,
+                bytes_hook=count,
             )
             self._remotes[node_id] = remote
         return remote
@@ -239,12 +243,14 @@ class Node:
     async def start(self) -> None:
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         await self.catalog.load()
+        self._rpc_token = await self.meta.cluster_secret("rpc-token")
         self._rpc, rpc_port = await start_leader_server(
             self.local_leader,
             self.config.rpc_host or self.config.host,
             self.config.rpc_port,
             self._on_rpc_served,
             self._serve_forwarded,
+            token=self._rpc_token,
         )
         await self.server.start()
         self.membership.me = NodeRecord(

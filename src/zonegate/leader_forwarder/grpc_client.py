@@ -26,6 +26,7 @@ from zonegate.metastore.models import IndexEntry, UnknownStream
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+TOKEN_HEADER = "zonegate-rpc-token"
 _RETRIABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 
 # bytes_hook(bytes_out, bytes_in) counts what this node sends and receives.
@@ -52,11 +53,15 @@ class RemoteLeader:
         target: str,
         *,
         from_node: int,
+        token: str = "",
         deadline_s: float = 10.0,
         attempts: int = 4,
         bytes_hook: BytesHook | None = None,
     ) -> None:
         self.target = target
+        # The cluster's RPC token (metastore `cluster_secret`): the leader refuses calls
+        # without it, so only the cluster's own nodes can append to its partitions.
+        self._metadata = ((TOKEN_HEADER, token),)
         self._from_node = from_node
         self._deadline = deadline_s
         self._attempts = attempts
@@ -109,7 +114,9 @@ class RemoteLeader:
                 )
             )
         request = pb.AppendRequest(object_keys=list(keys), batches=msgs, from_node=self._from_node)
-        response = await self._call(lambda: self._stub.Append(request, timeout=self._deadline))
+        response = await self._call(
+            lambda: self._stub.Append(request, timeout=self._deadline, metadata=self._metadata)
+        )
         self._count(request, response)
         return [
             AppendResult(ErrorCode(r.error_code), r.base_offset, r.log_start_offset)
@@ -118,7 +125,9 @@ class RemoteLeader:
 
     async def _read(self, **fields: Any) -> Any:
         request = pb.ReadIndexRequest(from_node=self._from_node, **fields)
-        response = await self._call(lambda: self._stub.ReadIndex(request, timeout=self._deadline))
+        response = await self._call(
+            lambda: self._stub.ReadIndex(request, timeout=self._deadline, metadata=self._metadata)
+        )
         self._count(request, response)
         if response.error_code == ErrorCode.unknown_topic_or_partition:
             raise UnknownStream(request.stream_id)  # as the local leader raises it
@@ -172,7 +181,9 @@ class RemoteLeader:
             client_host=client_host,
         )
         try:
-            response = await self._stub.Coordinate(request, timeout=timeout_s)
+            response = await self._stub.Coordinate(
+                request, timeout=timeout_s, metadata=self._metadata
+            )
         except grpc.aio.AioRpcError as exc:
             raise LeaderUnavailable(
                 f"coordinator {self.target}: {exc.code().name}",
@@ -197,7 +208,7 @@ class RemoteLeader:
     async def _watch(self, stream_id: int) -> None:
         try:
             request = pb.WatchRequest(stream_ids=[stream_id], from_node=self._from_node)
-            call = self._stub.Watch(request)
+            call = self._stub.Watch(request, metadata=self._metadata)
             if self._bytes_hook is not None:
                 self._bytes_hook(request.ByteSize(), 0)
             # The first event is the leader's current state: waking on it costs at most

@@ -1,9 +1,17 @@
-"""The leader's gRPC service: Append, ReadIndex and Watch over the local LeaderService."""
+"""The leader's gRPC service: Append, ReadIndex, Watch and Coordinate over the local leader.
+
+Only the cluster's own nodes may call it: every call carries the cluster's RPC
+token (a secret in the metadata store, so only what can read the store has
+it), and calls without it are refused (UNAUTHENTICATED). Requests are checked
+before they are served; docs/leader-protocol.md says what is refused.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +20,7 @@ import grpc
 from google.protobuf.message import DecodeError
 from kio.schema.errors import ErrorCode
 
+from zonegate.leader_forwarder.grpc_client import TOKEN_HEADER
 from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.leader_forwarder.messages import AppendBatch
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
@@ -38,19 +47,44 @@ Coordinate = Callable[[int, int, bytes, str, str], Awaitable[bytes]]
 
 class LeaderServicer(pb_grpc.LeaderServicer):
     def __init__(
-        self, leader: LeaderService, on_bytes: Any = None, coordinate: Coordinate | None = None
+        self,
+        leader: LeaderService,
+        on_bytes: Any = None,
+        coordinate: Coordinate | None = None,
+        token: str = "",
     ) -> None:
         self._leader = leader
+        self._token = token.encode()
+        self._refused_unauthenticated = 0
+        self._last_unauthenticated_log = -1e9
         self._coordinate = coordinate
         # on_bytes(kind_of_call, peer_node, bytes_in, bytes_out) feeds usage accounting.
         self._on_bytes = on_bytes
+
+    async def _admit(self, request: Any, context: Any) -> None:
+        """Refuses (raising, as context.abort does) a call without the cluster's token, or
+        whose request did not parse."""
+        given = dict(context.invocation_metadata() or ()).get(TOKEN_HEADER, "")
+        if not hmac.compare_digest(str(given).encode(), self._token):
+            self._refused_unauthenticated += 1
+            now = time.monotonic()
+            if now - self._last_unauthenticated_log >= 10:  # a flood is one line per 10 s
+                self._last_unauthenticated_log = now
+                log.warning(
+                    "refused %d leader RPC calls without the cluster's token, the last from %s",
+                    self._refused_unauthenticated,
+                    context.peer(),
+                )
+                self._refused_unauthenticated = 0
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "no valid cluster token")
+        await _check_parsed(request, context)
 
     def _count(self, request: Any, response: Any, from_node: int) -> None:
         if self._on_bytes is not None:
             self._on_bytes(from_node, request.ByteSize(), response.ByteSize())
 
     async def Append(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC names
-        await _check_parsed(request, context)
+        await self._admit(request, context)
         keys = list(request.object_keys)
         for b in request.batches:
             if b.object_index >= len(keys) or b.length == 0 or b.record_count < 1:
@@ -90,7 +124,7 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         return response
 
     async def ReadIndex(self, request: Any, context: Any) -> Any:  # noqa: N802
-        await _check_parsed(request, context)
+        await self._admit(request, context)
         leader = self._leader
         sid = request.stream_id
         entries: list[IndexEntry] = []
@@ -125,7 +159,7 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         return response
 
     async def Coordinate(self, request: Any, context: Any) -> Any:  # noqa: N802
-        await _check_parsed(request, context)
+        await self._admit(request, context)
         if self._coordinate is None:
             await context.abort(grpc.StatusCode.UNIMPLEMENTED, "no group coordinator here")
         assert self._coordinate is not None
@@ -145,7 +179,7 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         return response
 
     async def Watch(self, request: Any, context: Any) -> AsyncIterator[Any]:  # noqa: N802
-        await _check_parsed(request, context)
+        await self._admit(request, context)
         sids = list(dict.fromkeys(request.stream_ids))
         if len(sids) > _MAX_WATCHED:
             too_many = f"{len(sids)} streams to watch (at most {_MAX_WATCHED})"
@@ -257,11 +291,12 @@ async def start_leader_server(
     port: int,
     on_bytes: Any = None,
     coordinate: Coordinate | None = None,
+    token: str = "",
 ) -> tuple[grpc.aio.Server, int]:
     server = grpc.aio.server(
         options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)],
     )
-    _add_servicer(LeaderServicer(leader, on_bytes, coordinate), server)
+    _add_servicer(LeaderServicer(leader, on_bytes, coordinate, token), server)
     bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
     return server, bound

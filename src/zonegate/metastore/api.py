@@ -73,6 +73,11 @@ class MetaStore(Protocol):
         """Takes or renews lease `name` for `holder` if it is free, expired or already held."""
         ...
 
+    async def cluster_secret(self, name: str) -> str:
+        """A random secret every node of the cluster reads alike, made on first ask
+        (`rpc-token`: what the leader RPC requires of its callers)."""
+        ...
+
     async def metadata_version(self) -> int:
         """A number that changes whenever topics, partitions or leaders change."""
         ...

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import sqlite3
 import threading
 import time
@@ -125,6 +126,10 @@ CREATE TABLE IF NOT EXISTS group_offsets (
     commit_ms INTEGER NOT NULL,
     PRIMARY KEY (group_id, topic, partition)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cluster_secrets (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS counters (
     name TEXT PRIMARY KEY,
     value INTEGER NOT NULL
@@ -588,6 +593,20 @@ class SqliteMetaStore(GroupTables):
             _bump_version(db)
 
         await self._run(fn)
+
+    async def cluster_secret(self, name: str) -> str:
+        def fn(db: sqlite3.Connection) -> str:
+            # Whoever asks first makes it; everyone reads the one that was kept.
+            db.execute(
+                "INSERT OR IGNORE INTO cluster_secrets (name, value) VALUES (?, ?)",
+                (name, secrets.token_hex(32)),
+            )
+            (value,) = db.execute(
+                "SELECT value FROM cluster_secrets WHERE name = ?", (name,)
+            ).fetchone()
+            return str(value)
+
+        return await self._run(fn)
 
     async def metadata_version(self) -> int:
         def fn(db: sqlite3.Connection) -> int:
