@@ -314,6 +314,10 @@ class _Builder:
                         get += ".decode()"
                     lines.append(f"        {var} = {get}")
                     lines.append("        pos = end")
+                    if is_optional(field):
+                        lines.append("    elif pos < len(buf) and buf[pos] == 0:")
+                        lines.append(f"        {var} = None")
+                        lines.append("        pos += 1")
                     lines.append("    else:")
                     lines.append(f"        {var}, pos = {call}")
                 else:
@@ -336,10 +340,18 @@ class _Builder:
                 kafka_type = get_schema_field_type(field)
                 item = self._primitive(kafka_type, flexible, False, what)
                 item_min = self._least_size(kafka_type, flexible)
-            lines.append(
-                f"    n, pos = _count(buf, pos, {flexible}, {is_optional(field)}, "
-                f"{item_min}, {what!r})"
-            )
+            count = f"_count(buf, pos, {flexible}, {is_optional(field)}, {item_min}, {what!r})"
+            if flexible:
+                # Arrays of one to a hundred elements have a one-byte count, read here.
+                lines.append("    if pos < len(buf) and 1 < buf[pos] < 0x80:")
+                lines.append("        n = buf[pos] - 1")
+                lines.append("        pos += 1")
+                lines.append(f"        if n * {max(item_min, 1)} > len(buf) - pos:")
+                lines.append(f"            n, pos = {count.replace('pos,', 'pos - 1,', 1)}")
+                lines.append("    else:")
+                lines.append(f"        n, pos = {count}")
+            else:
+                lines.append(f"    n, pos = {count}")
             lines.append("    if n < 0:")
             lines.append(f"        {var} = None")
             lines.append("    else:")
