@@ -1,4 +1,10 @@
-"""DescribeConfigs (key 32), v1-4: topic configs (set or default) and this node's broker configs."""
+"""DescribeConfigs (key 32), v0-4: topic configs (set or default) and this node's broker configs.
+
+v0 has no synonyms and no config source, only `is_default`: true for a config
+left at its default, as the field is defined and as Kafka up to 2.6 answered.
+(Kafka 2.7-3.9 answer v0 with `is_default` always false, a side effect of their
+move to generated messages, so their v0 answers call every config set.)
+"""
 
 from __future__ import annotations
 
@@ -33,7 +39,7 @@ def _broker_configs(ctx: RequestContext) -> dict[str, str]:
     }
 
 
-@REGISTRY.register(API_KEY, 1, 4)
+@REGISTRY.register(API_KEY, 0, 4)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     node = ctx.node
     entry_cls = cls(ctx, "DescribeConfigsResourceResult")
