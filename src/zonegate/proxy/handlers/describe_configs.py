@@ -43,7 +43,8 @@ def _broker_configs(ctx: RequestContext) -> dict[str, str]:
 async def handle(ctx: RequestContext, request: Any) -> Any:
     node = ctx.node
     entry_cls = cls(ctx, "DescribeConfigsResourceResult")
-    synonym_cls = cls(ctx, "DescribeConfigsSynonym")
+    # v0 has no synonyms (nor the class for them); v1+ give one only when asked.
+    synonym_cls = cls(ctx, "DescribeConfigsSynonym") if ctx.api_version >= 1 else None
     results = []
     for res in request.resources:
         code, message = ErrorCode.none, None
@@ -81,7 +82,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 is_default=source == DEFAULT_CONFIG,
                 is_sensitive=False,
                 synonyms=(make(synonym_cls, name=name, value=value, source=source),)
-                if getattr(request, "include_synonyms", False)
+                if synonym_cls is not None and getattr(request, "include_synonyms", False)
                 else (),
                 config_type=0,
                 documentation=None,
