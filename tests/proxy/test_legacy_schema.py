@@ -117,3 +117,17 @@ class _no_records:
 
     def __exit__(self, *exc: object) -> None:
         st.register_type_strategy(Records, st.binary(max_size=64))
+
+
+def test_api_versions_advertise_kafka_3_9_lower_bounds() -> None:
+    """Every served API starts at Kafka 3.9's lowest version (0 for all of them), but
+    Produce and Fetch, whose v0-2 / v0-3 carry message formats v0-1: refused, not
+    advertised."""
+    import zonegate.proxy.handlers  # noqa: F401  (registers the handlers)
+    from zonegate.proxy.registry import REGISTRY
+
+    lowest = {reg.api_key: reg.min_version for reg in REGISTRY}
+    assert lowest.pop(0) == 3 and lowest.pop(1) == 4
+    assert set(lowest.values()) == {0}
+    refused = {(r.api_key, r.min_version, r.max_version) for r in REGISTRY.refused()}
+    assert refused == {(0, 0, 2), (1, 0, 3)}
