@@ -29,7 +29,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 from kio.serial._introspect import (
     EntityField,
@@ -43,13 +42,17 @@ from kio.serial._introspect import (
 )
 
 import zonegate.proxy.handlers  # noqa: F401  (registers the served versions)
-from zonegate.proxy.codec import encode_request
+from zonegate.proxy.codec import encode_request, request_type
 from zonegate.proxy.registry import REGISTRY
 from zonegate.records.build import build_batch
 
 _LOG_START = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+# Every version the node decodes: served ones, and the refused ones it answers with
+# UNSUPPORTED_VERSION (Produce v0-2, Fetch v0-3).
 SERVED: list[tuple[int, int]] = [
-    (reg.api_key, v) for reg in REGISTRY for v in range(reg.min_version, reg.max_version + 1)
+    (reg.api_key, v)
+    for reg in [*REGISTRY, *REGISTRY.refused()]
+    for v in range(reg.min_version, reg.max_version + 1)
 ]
 TOPICS = ["fuzz-a", "fuzz-b", "fuzz-c", "__consumer_offsets", "", "x" * 300]
 GROUPS = ["fuzz-g1", "fuzz-g2", ""]
@@ -137,7 +140,7 @@ def random_message(cls: type[Any], rng: random.Random, depth: int = 0) -> Any:
 
 def synthetic_frame(rng: random.Random) -> bytes:
     api_key, version = rng.choice(SERVED)
-    msg = random_message(load_request_schema(api_key, version), rng)
+    msg = random_message(request_type(api_key, version), rng)
     return encode_request(
         rng.randrange(2**31), rng.choice(["fuzz", None, "zonegate_az=zone-b"]), msg
     )

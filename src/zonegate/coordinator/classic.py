@@ -365,8 +365,10 @@ class ClassicGroup:
         self.generation += 1
         self._changed()
         if not self.members:
+            # The protocol type stays, as Kafka keeps it: an emptied consumer group is still
+            # listed (ListGroups, DescribeGroups) as a "consumer" group, not a simple one.
             self.state = GroupState.EMPTY
-            self.protocol_type = self.protocol_name = self.leader_id = None
+            self.protocol_name = self.leader_id = None
             return
         candidates = self._candidates()
         votes = Counter(m.vote(candidates) for m in self.members.values())
@@ -589,5 +591,5 @@ class ClassicGroup:
             if not data["stable"]:
                 group._prepare_rebalance(now)
         else:
-            group.protocol_type = group.protocol_name = group.leader_id = None
+            group.protocol_name = group.leader_id = None
         return group

@@ -78,6 +78,7 @@ class OffsetToCommit:
     offset: int
     leader_epoch: int
     metadata: str | None
+    commit_timestamp: int = -1  # OffsetCommit v1 only; -1: the time of the commit
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,9 +284,10 @@ class GroupCoordinator:
                 e = ErrorCode.offset_metadata_too_large
             errors.append(e)
             if e is ErrorCode.none:
+                when = stamp if o.commit_timestamp == -1 else o.commit_timestamp
                 good.append(
                     CommittedOffset(
-                        o.topic, o.partition, o.offset, o.leader_epoch, o.metadata or "", stamp
+                        o.topic, o.partition, o.offset, o.leader_epoch, o.metadata or "", when
                     )
                 )
         if good:

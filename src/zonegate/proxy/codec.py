@@ -20,10 +20,12 @@ from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_writer
+from kio.static.constants import EntityType
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from zonegate.proxy.decoder import MalformedMessage, message_reader
 from zonegate.proxy.errors import PeerProtocolError
+from zonegate.proxy.legacy_schema import payload_class
 
 _SIZE = struct.Struct(">i")
 _SIZE_AND_ID = struct.Struct(">ii")
@@ -158,12 +160,15 @@ def _read_uvarint(data: bytes, offset: int) -> tuple[int, int]:
 
 @cache
 def request_type(api_key: int, api_version: int) -> type[RequestPayload]:
-    return load_request_schema(api_key, api_version)
+    """kio's request class, or ours for a version Kafka 4 removed (proxy/legacy_schema)."""
+    legacy = payload_class(api_key, api_version, EntityType.request)
+    return legacy if legacy is not None else load_request_schema(api_key, api_version)
 
 
 @cache
 def response_type(api_key: int, api_version: int) -> type[ResponsePayload]:
-    return load_response_schema(api_key, api_version)
+    legacy = payload_class(api_key, api_version, EntityType.response)
+    return legacy if legacy is not None else load_response_schema(api_key, api_version)
 
 
 @cache

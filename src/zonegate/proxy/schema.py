@@ -15,6 +15,8 @@ from typing import Any, TypeVar
 from kio.index import load_payload_module
 from kio.static.constants import EntityType
 
+from zonegate.proxy.legacy_schema import payload_module
+
 T = TypeVar("T")
 
 
@@ -39,6 +41,10 @@ def has_field(cls: type[Any], name: str) -> bool:
 
 @cache
 def response_module(api_key: int, version: int) -> ModuleType:
+    """kio's module of the response, or ours for a version Kafka 4 removed."""
+    legacy = payload_module(api_key, version)
+    if legacy is not None:
+        return legacy
     return load_payload_module(api_key, version, EntityType.response)
 
 

@@ -113,9 +113,8 @@ class KafkaConnection(asyncio.Protocol):
     # -- dispatch ---------------------------------------------------------
     def _dispatch(self, frame: bytes) -> None:
         header, body_offset = peek_header(frame)
-        reg = self._registry.lookup(header.api_key)
-        served = reg is not None and reg.min_version <= header.api_version <= reg.max_version
-        if not served:
+        handler = self._registry.handler_for(header.api_key, header.api_version)
+        if handler is None:
             if header.api_key == API_VERSIONS_KEY:
                 # KIP-511: answer an unknown ApiVersions version with v0 and the error,
                 # so the client can retry with a version we know.
@@ -125,10 +124,10 @@ class KafkaConnection(asyncio.Protocol):
                     header.correlation_id, header.api_key, unsupported_version_answer(), None, None
                 )
                 return
-            what = "unknown API key" if reg is None else "unsupported version"
+            known = self._registry.lookup(header.api_key) is not None
+            what = "unsupported version" if known else "unknown API key"
             self.abort(f"{what}: api_key={header.api_key} api_version={header.api_version}")
             return
-        assert reg is not None
         request = decode_request(frame, header, body_offset)
         ctx = RequestContext(
             node=self._node,
@@ -142,7 +141,7 @@ class KafkaConnection(asyncio.Protocol):
         self._enqueue(
             header.correlation_id,
             header.api_key,
-            reg.handler(ctx, request.body),
+            handler(ctx, request.body),
             ctx,
             request.body,
         )

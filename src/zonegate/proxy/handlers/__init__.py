@@ -25,5 +25,6 @@ from zonegate.proxy.handlers import (  # noqa: F401
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    refused_versions,
     sync_group,
 )

@@ -1,4 +1,4 @@
-"""CreateTopics (key 19), v2-7.
+"""CreateTopics (key 19), v0-7 (v0 has no validate_only; v0-1 answers carry no throttle time).
 
 Any replication factor of at least 1 (or -1, the default) is accepted: every
 partition's data lives in the object store, whose own replication is what
@@ -26,7 +26,7 @@ API_KEY = 19
 _ZERO = uuid.UUID(int=0)
 
 
-@REGISTRY.register(API_KEY, 2, 7)
+@REGISTRY.register(API_KEY, 0, 7)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     node = ctx.node
     result_cls = cls(ctx, "CreatableTopicResult")
@@ -55,7 +55,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             validate_topic_configs(configs)
             if node.catalog.get(t.name) is not None:
                 raise _Fail(ErrorCode.topic_already_exists, f"topic {t.name!r} already exists")
-            if not request.validate_only:
+            if not getattr(request, "validate_only", False):
                 info = await node.catalog.create(t.name, partitions, configs)
         except _Fail as exc:
             code, message = exc.code, exc.message

@@ -1,4 +1,4 @@
-"""DeleteTopics (key 20), v1-6: by name, or by topic id from v6.
+"""DeleteTopics (key 20), v0-6: by name, or by topic id from v6.
 
 Deletion drops the topic's index entries and bumps its partitions' leader
 epochs in one transaction; the data objects are reclaimed by object GC.
@@ -20,7 +20,7 @@ API_KEY = 20
 _ZERO = uuid.UUID(int=0)
 
 
-@REGISTRY.register(API_KEY, 1, 6)
+@REGISTRY.register(API_KEY, 0, 6)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     node = ctx.node
     result_cls = cls(ctx, "DeletableTopicResult")

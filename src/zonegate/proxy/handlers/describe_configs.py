@@ -1,4 +1,10 @@
-"""DescribeConfigs (key 32), v1-4: topic configs (set or default) and this node's broker configs."""
+"""DescribeConfigs (key 32), v0-4: topic configs (set or default) and this node's broker configs.
+
+v0 has no synonyms and no config source, only `is_default`: true for a config
+left at its default, as the field is defined and as Kafka up to 2.6 answered.
+(Kafka 2.7-3.9 answer v0 with `is_default` always false, a side effect of their
+move to generated messages, so their v0 answers call every config set.)
+"""
 
 from __future__ import annotations
 
@@ -33,11 +39,12 @@ def _broker_configs(ctx: RequestContext) -> dict[str, str]:
     }
 
 
-@REGISTRY.register(API_KEY, 1, 4)
+@REGISTRY.register(API_KEY, 0, 4)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     node = ctx.node
     entry_cls = cls(ctx, "DescribeConfigsResourceResult")
-    synonym_cls = cls(ctx, "DescribeConfigsSynonym")
+    # v0 has no synonyms (nor the class for them); v1+ give one only when asked.
+    synonym_cls = cls(ctx, "DescribeConfigsSynonym") if ctx.api_version >= 1 else None
     results = []
     for res in request.resources:
         code, message = ErrorCode.none, None
@@ -75,7 +82,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 is_default=source == DEFAULT_CONFIG,
                 is_sensitive=False,
                 synonyms=(make(synonym_cls, name=name, value=value, source=source),)
-                if getattr(request, "include_synonyms", False)
+                if synonym_cls is not None and getattr(request, "include_synonyms", False)
                 else (),
                 config_type=0,
                 documentation=None,

@@ -1,5 +1,12 @@
 """ListGroups (key 16), v0-5: the groups this node answers for, filtered by state (v4+)
-and type (v5+)."""
+and type (v5+).
+
+As Kafka 3.9: each group with its protocol type ("consumer" for a KIP-848 group
+and for a classic group of consumers, even once empty; "" for a simple group,
+one made by offset commits alone), its state and (v5+) its type, "classic" or
+"consumer" in lower case. Both filters ignore case (the state filter also
+surrounding spaces); an unknown type matches no group.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +24,7 @@ API_KEY = 16
 
 @REGISTRY.register(API_KEY, 0, 5)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    states = {s.lower() for s in getattr(request, "states_filter", ())}
+    states = {s.strip().lower() for s in getattr(request, "states_filter", ())}
     types = {t.lower() for t in getattr(request, "types_filter", ())}
     zone = ctx.node.client_zone(ctx.client_id, ctx.client.host)
     me = ctx.node.config.node_id
@@ -39,7 +46,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 group_id=g.group_id,
                 protocol_type=g.protocol_type,
                 group_state=g.state,
-                group_type=g.group_type.capitalize(),
+                group_type=g.group_type,
             )
         )
     return make(

@@ -1,9 +1,16 @@
-"""OffsetCommit (key 8), v2-9: a group's committed offsets, durable before the answer.
+"""OffsetCommit (key 8), v0-9: a group's committed offsets, durable before the answer.
 
 Members commit in their generation (classic) or member epoch (KIP-848); a
 commit with generation -1 and no member id is a "simple" commit, allowed to a
 group without members (kcat, standalone consumers, admin tools). Unknown
 topics or partitions and metadata over 4096 bytes fail per partition.
+
+v0 carries no generation or member, so it is always a simple commit, the
+rule Kafka 3.9's coordinator names v0 for (its ZooKeeper mode kept v0 offsets
+in ZooKeeper, apart from the others, and its KRaft mode refuses v0; zonegate
+has one offset store, which v0 reads and writes like the other versions). v1's
+per-partition commit timestamp, when not -1, is stored as the commit time, as
+Kafka 3.9 does.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from zonegate.proxy.schema import make
 API_KEY = 8
 
 
-@REGISTRY.register(API_KEY, 2, 9)
+@REGISTRY.register(API_KEY, 0, 9)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     if request.group_id and (forwarded := await on_owner(ctx, request.group_id, request)):
         return forwarded
@@ -34,6 +41,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             p.committed_offset,
             getattr(p, "committed_leader_epoch", -1),
             p.committed_metadata,
+            getattr(p, "commit_timestamp", -1),
         )
         for t in request.topics
         for p in t.partitions
@@ -45,8 +53,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     else:
         errors = await ctx.node.coordinator.commit_offsets(
             request.group_id,
-            request.generation_id_or_member_epoch,
-            request.member_id,
+            getattr(request, "generation_id_or_member_epoch", -1),
+            getattr(request, "member_id", ""),
             getattr(request, "group_instance_id", None),
             offsets,
         )

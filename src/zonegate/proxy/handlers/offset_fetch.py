@@ -1,8 +1,10 @@
-"""OffsetFetch (key 9), v1-9: a group's committed offsets (-1 where none).
+"""OffsetFetch (key 9), v0-9: a group's committed offsets (-1 where none).
 
-v1-7 ask for one group, v8+ for several; a null topic list means every
+v0-7 ask for one group, v8+ for several; a null topic list (v2+) means every
 committed offset of the group. v9 names the asking member and its epoch
-(KIP-848), checked against the group.
+(KIP-848), checked against the group. v0 reads the same offsets as v1: Kafka
+3.9 read v0 from ZooKeeper in ZooKeeper mode (and refused it in KRaft mode);
+zonegate has one offset store, so what OffsetCommit v0 wrote, v0 reads back.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def _topics(
     )
 
 
-@REGISTRY.register(API_KEY, 1, 9)
+@REGISTRY.register(API_KEY, 0, 9)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     answer = cls(ctx, "OffsetFetchResponse")
     if ctx.api_version < 8:

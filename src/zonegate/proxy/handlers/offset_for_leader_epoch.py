@@ -1,4 +1,4 @@
-"""OffsetForLeaderEpoch (key 23), v2-4: where a leader epoch ended (KIP-101, KIP-320).
+"""OffsetForLeaderEpoch (key 23), v0-4: where a leader epoch ended (KIP-101, KIP-320).
 
 Consumers ask it after a partition's leader epoch changes (kafka-python 3,
 librdkafka, the Java client) to check that their position was not truncated
@@ -9,6 +9,9 @@ the current epoch ends at the high watermark; an older one at the first offset
 of the epoch after it, which the metadata store records at every leader move.
 Without this API those clients stop fetching the partition for good after its
 leader moves (kafka-python logs IncompatibleBrokerVersion and retries forever).
+
+v0-1 carry no current leader epoch, so nothing is fenced (as in Kafka 3.9);
+v0's answer has no epoch, only the end offset.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ async def _end_offset(
     return ErrorCode.none, found[0], found[1]
 
 
-@REGISTRY.register(API_KEY, 2, 4)
+@REGISTRY.register(API_KEY, 0, 4)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     part_cls = cls(ctx, "EpochEndOffset")
     topics = []
@@ -67,7 +70,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             else:
                 sid = topic.partitions[p.partition].stream_id
                 err, epoch, end = await _end_offset(
-                    ctx, sid, p.current_leader_epoch, p.leader_epoch
+                    ctx, sid, getattr(p, "current_leader_epoch", -1), p.leader_epoch
                 )
             answers.append(
                 make(
