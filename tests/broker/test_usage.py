@@ -11,7 +11,7 @@ import pytest
 
 from zonegate.broker.accounting import FORWARD_RPC, PRODUCE_DATA, Accounting
 from zonegate.broker.usage import USAGE_SCHEMA, UsageWriter
-from zonegate.wal_s3.object_store import open_object_store
+from zonegate.storage.objects import open_object_store
 
 pytestmark = pytest.mark.unit
 

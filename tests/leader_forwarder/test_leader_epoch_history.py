@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from zonegate.metastore.models import IndexEntry, PartitionCommit
 from zonegate.metastore.sqlite import SqliteMetaStore
+from zonegate.storage.index import IndexEntry, PartitionCommit
 
 pytestmark = pytest.mark.unit
 

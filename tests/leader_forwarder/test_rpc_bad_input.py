@@ -23,8 +23,8 @@ from zonegate.leader_forwarder.grpc_server import start_leader_server
 from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.leader_forwarder.messages import ANY_EPOCH, AppendBatch
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
-from zonegate.metastore.models import UnknownStream
 from zonegate.metastore.sqlite import SqliteMetaStore
+from zonegate.storage.index import UnknownStream
 
 pytestmark = pytest.mark.integration
 

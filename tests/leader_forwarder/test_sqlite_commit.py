@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from zonegate.metastore.models import IndexEntry, PartitionCommit, ProducerBatch, ProducerEntry
 from zonegate.metastore.sqlite import SqliteMetaStore
+from zonegate.storage.index import IndexEntry, PartitionCommit, ProducerBatch, ProducerEntry
 
 pytestmark = pytest.mark.unit
 

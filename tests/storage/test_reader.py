@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from tests.wal_s3.fakes import MemoryStore, run
-from zonegate.metastore.models import IndexEntry
+from tests.storage.fakes import MemoryStore, run
+from zonegate.storage.index import IndexEntry
 from zonegate.storage.log_cache import LogCache
 from zonegate.storage.reader import StreamReader
 

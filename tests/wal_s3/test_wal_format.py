@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.wal_s3.fakes import MemoryStore, run
-from zonegate.wal_s3.instrumented import InstrumentedObjectStore
-from zonegate.wal_s3.object_store import ObjectNotFound, open_object_store
+from tests.storage.fakes import MemoryStore, run
+from zonegate.storage.instrumented import InstrumentedObjectStore
+from zonegate.storage.objects import ObjectNotFound, open_object_store
 from zonegate.wal_s3.wal_format import (
     HEADER_SIZE,
     TAIL_READ_BYTES,

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from tests.wal_s3.fakes import run
-from zonegate.wal_s3.instrumented import InstrumentedObjectStore
-from zonegate.wal_s3.object_store import open_object_store
+from tests.storage.fakes import run
+from zonegate.storage.instrumented import InstrumentedObjectStore
+from zonegate.storage.objects import open_object_store
 from zonegate.wal_s3.wal_format import read_footer_from_store
 from zonegate.wal_s3.wal_writer import WalWriter
 
@@ -70,7 +70,7 @@ def test_s3_endpoint_comes_from_the_environment(
 
 @pytest.mark.integration
 def test_s3_errors_are_classified_not_retried_blindly(s3_endpoint: str) -> None:
-    from zonegate.wal_s3.object_store import PermanentObjectStoreError
+    from zonegate.storage.objects import PermanentObjectStoreError
 
     async def body() -> None:
         store = open_object_store("s3://no-such-bucket-here/p", endpoint_url=s3_endpoint)
@@ -84,7 +84,7 @@ def test_s3_errors_are_classified_not_retried_blindly(s3_endpoint: str) -> None:
 
 @pytest.mark.integration
 def test_s3_connection_failures_are_transient_and_retried() -> None:
-    from zonegate.wal_s3.object_store import TransientObjectStoreError
+    from zonegate.storage.objects import TransientObjectStoreError
 
     async def body() -> None:
         # Port 1 on loopback: nothing listens, the connection is refused at once.
@@ -105,7 +105,7 @@ def test_s3_put_sends_the_bytes_once_with_a_crc32c_and_no_expect_round_trip(
 
     import crc32c
 
-    from zonegate.wal_s3.s3_store import S3ObjectStore, _UncopiedBody
+    from zonegate.storage.s3_store import S3ObjectStore, _UncopiedBody
 
     async def body() -> None:
         sent: list[tuple[dict[str, str], object]] = []

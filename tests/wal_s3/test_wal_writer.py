@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from tests.wal_s3.fakes import GatedStore, MemoryStore, run, spin
-from zonegate.wal_s3.instrumented import InstrumentedObjectStore
-from zonegate.wal_s3.object_store import PermanentObjectStoreError, TransientObjectStoreError
+from tests.storage.fakes import GatedStore, MemoryStore, run, spin
+from zonegate.storage.instrumented import InstrumentedObjectStore
+from zonegate.storage.objects import PermanentObjectStoreError, TransientObjectStoreError
 from zonegate.wal_s3.wal_format import WalEntryLocation, decode_wal_footer
 from zonegate.wal_s3.wal_writer import (
     WalUploadFailed,

@@ -38,7 +38,7 @@ class UsageLocation:
 
 
 async def _list(url: str, endpoint_url: str | None) -> list[tuple[str, int]]:
-    from zonegate.wal_s3.object_store import open_object_store
+    from zonegate.storage.objects import open_object_store
 
     store = open_object_store(url, endpoint_url=endpoint_url)
     try:
@@ -125,7 +125,7 @@ class UsageReader(DataSourceReader):
 
         import pyarrow.parquet as pq
 
-        from zonegate.wal_s3.object_store import open_object_store
+        from zonegate.storage.objects import open_object_store
 
         # One object in memory at a time: the loop is driven from this generator.
         loop = asyncio.new_event_loop()

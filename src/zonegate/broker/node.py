@@ -42,8 +42,8 @@ from zonegate.router.rendezvous import choose_node
 from zonegate.router.view import ClusterView
 from zonegate.router.zones import ZoneResolver
 from zonegate.storage.log_cache import LogCache
+from zonegate.storage.objects import open_object_store
 from zonegate.storage.reader import StreamReader
-from zonegate.wal_s3.object_store import open_object_store
 from zonegate.wal_s3.wal_writer import WalWriter
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from zonegate.analytics.schema import ARROW_SCHEMA, SCHEMA_VERSION
 from zonegate.broker.accounting import Accounting
-from zonegate.wal_s3.instrumented import InstrumentedObjectStore, ObjectStoreStats
+from zonegate.storage.instrumented import InstrumentedObjectStore, ObjectStoreStats
 
 log = logging.getLogger(__name__)
 # One definition of the record schema, shared with the report that reads it

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
-from zonegate.metastore.models import IndexEntry
+from zonegate.storage.index import IndexEntry
 
 
 class Leader(Protocol):

@@ -25,7 +25,8 @@ from kio.schema.errors import ErrorCode
 from zonegate.leader_forwarder.api import Leader
 from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
 from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
-from zonegate.metastore.models import IndexEntry, PartitionInfo, UnknownStream
+from zonegate.metastore.models import PartitionInfo
+from zonegate.storage.index import IndexEntry, UnknownStream
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -22,7 +22,7 @@ from kio.schema.errors import ErrorCode
 from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
 from zonegate.leader_forwarder.proto import leader_pb2_grpc as pb_grpc
-from zonegate.metastore.models import IndexEntry, UnknownStream
+from zonegate.storage.index import IndexEntry, UnknownStream
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

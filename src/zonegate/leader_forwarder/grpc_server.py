@@ -25,7 +25,7 @@ from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.leader_forwarder.messages import AppendBatch
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
 from zonegate.leader_forwarder.proto import leader_pb2_grpc as pb_grpc
-from zonegate.metastore.models import IndexEntry, UnknownStream
+from zonegate.storage.index import IndexEntry, UnknownStream
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,6 @@ commit is the natural batching, with no timer.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -25,12 +24,13 @@ from zonegate.leader_forwarder.messages import (
     AppendResult,
     ReadIndexResult,
 )
-from zonegate.metastore.api import MetaStore
-from zonegate.metastore.models import (
+from zonegate.storage.index import (
     IndexEntry,
     PartitionCommit,
     ProducerBatch,
     ProducerEntry,
+    StreamIndex,
+    StreamStore,
     UnknownStream,
 )
 
@@ -50,8 +50,7 @@ class _Partition:
     log_start_offset: int
     high_watermark: int
     producers: dict[int, ProducerEntry]
-    index: list[IndexEntry]
-    bases: list[int]
+    index: StreamIndex
     changed: asyncio.Future[None] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -72,7 +71,7 @@ class _Tentative:
 
 
 class LeaderService:
-    def __init__(self, metastore: MetaStore) -> None:
+    def __init__(self, metastore: StreamStore) -> None:
         self._meta = metastore
         self._partitions: dict[int, _Partition] = {}
         self._loading: dict[int, asyncio.Future[_Partition]] = {}
@@ -92,10 +91,10 @@ class LeaderService:
         self._loading[stream_id] = fut
         try:
             state = await self._meta.load_partition(stream_id)
-            index = await self._meta.read_index(stream_id)
+            index = StreamIndex(await self._meta.read_index(stream_id))
             log_start = state.log_start_offset
-            if index:
-                log_start = max(log_start, index[0].base_offset)
+            if index.first_offset is not None:
+                log_start = max(log_start, index.first_offset)
             p = _Partition(
                 stream_id=stream_id,
                 leader_epoch=state.leader_epoch,
@@ -103,7 +102,6 @@ class LeaderService:
                 high_watermark=state.next_offset,
                 producers=dict(state.producers),
                 index=index,
-                bases=[e.base_offset for e in index],
             )
             self._partitions[stream_id] = p
             fut.set_result(p)
@@ -193,7 +191,6 @@ class LeaderService:
             t = tentative[c.stream_id]
             p.producers.update(t.producers)
             p.index.extend(t.entries)
-            p.bases.extend(e.base_offset for e in t.entries)
             p.high_watermark = t.next_offset
             p.notify()
         if fenced:
@@ -262,17 +259,7 @@ class LeaderService:
         hwm, start = p.high_watermark, p.log_start_offset
         if offset < start or offset > hwm:
             return ReadIndexResult(ErrorCode.offset_out_of_range, (), hwm, start, p.leader_epoch)
-        i = max(bisect.bisect_right(p.bases, offset) - 1, 0)
-        out: list[IndexEntry] = []
-        total = 0
-        while i < len(p.index):
-            e = p.index[i]
-            if out and total + e.length > max_bytes:
-                break
-            if e.last_offset >= offset:
-                out.append(e)
-                total += e.length
-            i += 1
+        out = p.index.from_offset(offset, max_bytes)
         return ReadIndexResult(ErrorCode.none, tuple(out), hwm, start, p.leader_epoch)
 
     async def offsets(self, stream_id: int) -> tuple[int, int, int]:
@@ -282,23 +269,14 @@ class LeaderService:
 
     async def entries_from_timestamp(self, stream_id: int, timestamp: int) -> list[IndexEntry]:
         """Entries from the first whose max timestamp reaches `timestamp`, in offset order."""
-        p = await self._partition(stream_id)
-        for i, e in enumerate(p.index):
-            if e.max_timestamp >= timestamp:
-                return p.index[i:]
-        return []
+        return (await self._partition(stream_id)).index.from_timestamp(timestamp)
 
     async def max_timestamp_entry(self, stream_id: int) -> IndexEntry | None:
-        p = await self._partition(stream_id)
-        best: IndexEntry | None = None
-        for e in p.index:
-            if best is None or e.max_timestamp > best.max_timestamp:
-                best = e
-        return best
+        return (await self._partition(stream_id)).index.max_timestamp_entry()
 
     def stored_bytes(self) -> int:
         """Bytes of stored batches the partitions cached here refer to."""
-        return sum(e.length for p in self._partitions.values() for e in p.index)
+        return sum(p.index.stored_bytes() for p in self._partitions.values())
 
     async def changed(self, stream_id: int) -> asyncio.Future[None]:
         """A future completed at the next high-watermark move (or state drop) of the partition."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.metastore.models import IndexEntry
+from zonegate.storage.index import IndexEntry
 
 ANY_EPOCH = -1
 

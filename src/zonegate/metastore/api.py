@@ -1,4 +1,16 @@
-"""The metadata store protocol: one schema, several backends (SQLite today)."""
+"""The metadata store's protocols, one per concern, and how a URL picks a backend.
+
+- `ClusterStore`: topics and partitions, leader moves, nodes and leases, the
+  cluster's secrets, the metadata version.
+- `StreamStore` (defined by the storage layer, storage/index.py): partitions'
+  index entries and producer state, committed together, fenced by epoch.
+- `ProducerIds`: producer id allocation (InitProducerId).
+- `GroupStore`: consumer groups' state and committed offsets.
+
+Each user names only the protocol it needs; a backend implements all of them
+(`MetaStore`), and every backend runs the same contract suite
+(tests/metastore/). SQLite is the one backend today.
+"""
 
 from __future__ import annotations
 
@@ -6,22 +18,16 @@ import uuid
 from collections.abc import Sequence
 from typing import Protocol
 
-from zonegate.metastore.models import (
-    CommittedOffset,
-    GroupRecord,
-    IndexEntry,
-    NodeRecord,
-    PartitionCommit,
-    PartitionState,
-    TopicInfo,
-)
+from zonegate.metastore.models import CommittedOffset, GroupRecord, NodeRecord, TopicInfo
+from zonegate.storage.index import StreamStore
 
 
-class MetaStore(Protocol):
+class ClusterStore(Protocol):
     async def create_topic(
         self, name: str, configs: dict[str, str], leaders: Sequence[int]
     ) -> TopicInfo:
-        """One partition per entry of `leaders`, led by that node."""
+        """One partition per entry of `leaders`, led by that node; TopicExists if a live
+        topic has the name."""
         ...
 
     async def delete_topic(self, name: str) -> TopicInfo | None: ...
@@ -41,25 +47,14 @@ class MetaStore(Protocol):
 
     async def list_topics(self) -> list[TopicInfo]: ...
 
-    async def load_partition(self, stream_id: int) -> PartitionState: ...
-
-    async def read_index(self, stream_id: int) -> list[IndexEntry]: ...
-
-    async def epoch_end_offset(self, stream_id: int, epoch: int) -> tuple[int, int] | None:
-        """Where leader epoch `epoch` of the stream ended, as Kafka's leader-epoch cache
-        answers it: (the newest epoch at or before `epoch`, the first offset of the
-        epoch after it); None when no later epoch began.
-
-        Epoch 0 starts at offset 0 with the partition and is not recorded; every leader
-        move records its new epoch and the offset it starts at.
-        """
+    async def move_partitions(self, moves: Sequence[tuple[int, int]]) -> None:
+        """Sets each (stream id, new leader node), bumping the partition's leader epoch and
+        recording where the new epoch starts."""
         ...
 
-    async def commit_appends(self, commits: Sequence[PartitionCommit]) -> set[int]:
-        """Commits all in one transaction; returns the stream ids fenced (epoch moved)."""
+    async def metadata_version(self) -> int:
+        """A number that changes whenever topics, partitions or leaders change."""
         ...
-
-    async def allocate_producer_id(self) -> int: ...
 
     async def register_node(self, node: NodeRecord, lease_ms: int, now_ms: int) -> None:
         """Creates or renews the node's row, its lease running to now + lease_ms."""
@@ -78,15 +73,14 @@ class MetaStore(Protocol):
         (`rpc-token`: what the leader RPC requires of its callers)."""
         ...
 
-    async def metadata_version(self) -> int:
-        """A number that changes whenever topics, partitions or leaders change."""
+
+class ProducerIds(Protocol):
+    async def allocate_producer_id(self) -> int:
+        """A producer id never handed out before, cluster-wide."""
         ...
 
-    async def move_partitions(self, moves: Sequence[tuple[int, int]]) -> None:
-        """Sets each (stream id, new leader node), bumping the partition's leader epoch."""
-        ...
 
-    # -- consumer groups and committed offsets ------------------------------
+class GroupStore(Protocol):
     async def load_group(self, group_id: str) -> GroupRecord | None: ...
 
     async def save_group(self, group: GroupRecord) -> None: ...
@@ -106,6 +100,10 @@ class MetaStore(Protocol):
     async def delete_offsets(
         self, group_id: str, partitions: Sequence[tuple[str, int]]
     ) -> None: ...
+
+
+class MetaStore(ClusterStore, StreamStore, ProducerIds, GroupStore, Protocol):
+    """All of a backend's concerns, and its one connection to close."""
 
     async def close(self) -> None: ...
 

@@ -1,4 +1,8 @@
-"""Records kept in the metadata store, shared by every backend."""
+"""Records kept in the metadata store, shared by every backend.
+
+The stream's own records (index entries, producer state, partition state and
+commits) are the storage layer's (storage/index.py), which the store keeps.
+"""
 
 from __future__ import annotations
 
@@ -25,57 +29,6 @@ class TopicInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class IndexEntry:
-    """One stored batch (or run of batches) of a partition's stream."""
-
-    base_offset: int
-    last_offset: int
-    object_key: str
-    position: int
-    length: int
-    max_timestamp: int
-
-
-@dataclass(frozen=True, slots=True)
-class ProducerBatch:
-    first_seq: int
-    last_seq: int
-    base_offset: int
-    last_offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class ProducerEntry:
-    producer_id: int
-    epoch: int
-    batches: tuple[ProducerBatch, ...]  # the last five, oldest first
-
-    @property
-    def last_seq(self) -> int:
-        return self.batches[-1].last_seq if self.batches else -1
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionState:
-    stream_id: int
-    leader_epoch: int
-    log_start_offset: int
-    next_offset: int
-    producers: dict[int, ProducerEntry]
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionCommit:
-    """What one group commit appends to one partition, fenced by `leader_epoch`."""
-
-    stream_id: int
-    leader_epoch: int
-    next_offset: int
-    entries: tuple[IndexEntry, ...]
-    producers: tuple[ProducerEntry, ...]
-
-
-@dataclass(frozen=True, slots=True)
 class NodeRecord:
     """A node's registration: where it serves Kafka and the leader RPC, and its lease."""
 
@@ -97,14 +50,6 @@ class MetaStoreError(Exception):
 
 class TopicExists(MetaStoreError):
     pass
-
-
-class UnknownStream(MetaStoreError):
-    """No partition has this stream id (never had, or its topic was deleted)."""
-
-    def __init__(self, stream_id: int) -> None:
-        super().__init__(f"no partition with stream id {stream_id}")
-        self.stream_id = stream_id
 
 
 class PartitionCountChanged(MetaStoreError):

@@ -34,17 +34,19 @@ from typing import TypeVar
 
 from zonegate.metastore.groups_sqlite import GroupTables
 from zonegate.metastore.models import (
-    IndexEntry,
     MetaStoreError,
     NodeRecord,
-    PartitionCommit,
     PartitionCountChanged,
     PartitionInfo,
+    TopicExists,
+    TopicInfo,
+)
+from zonegate.storage.index import (
+    IndexEntry,
+    PartitionCommit,
     PartitionState,
     ProducerBatch,
     ProducerEntry,
-    TopicExists,
-    TopicInfo,
     UnknownStream,
 )
 

@@ -16,9 +16,9 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from zonegate.metastore.models import IndexEntry
+from zonegate.storage.index import IndexEntry
 from zonegate.storage.log_cache import LogCache
-from zonegate.wal_s3.object_store import ObjectStore
+from zonegate.storage.objects import ObjectStore
 
 # A GET costs a round trip (tens of ms on S3) and a request charge; reading up to
 # this many unwanted bytes instead is cheaper.

@@ -1,6 +1,6 @@
-"""Object stores (local directory, S3) behind one protocol, and the WAL written to them.
+"""The write-ahead log: produce data of all partitions mixed into WAL objects.
 
-`object_store.open_object_store(url)` picks the backend and wraps it in the one
-retry/metrics/fault layer; `wal_writer.WalWriter` mixes produce data into WAL
-objects whose layout `wal_format` defines (docs/wal-format.md).
+`wal_writer.WalWriter` seals WAL objects by size or age and uploads each with
+one PUT through the storage layer's object store (storage/objects.py);
+`wal_format` defines their layout (docs/wal-format.md).
 """

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import crc32c
 
-from zonegate.wal_s3.object_store import ObjectNotFound, ObjectStore
+from zonegate.storage.objects import ObjectNotFound, ObjectStore
 
 MAGIC = b"ZGWL"
 FORMAT_VERSION = 1

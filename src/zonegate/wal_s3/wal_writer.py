@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from zonegate.wal_s3.object_store import ObjectStore, PackingObjectStore
+from zonegate.storage.objects import ObjectStore, PackingObjectStore
 from zonegate.wal_s3.wal_format import WalEntryLocation, encode_wal_object
 
 __all__ = [

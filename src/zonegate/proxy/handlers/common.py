@@ -9,9 +9,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
-from zonegate.metastore.models import UnknownStream
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.schema import response_class
+from zonegate.storage.index import UnknownStream
 
 NO_THROTTLE = datetime.timedelta(0)
 

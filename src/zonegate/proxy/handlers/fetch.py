@@ -22,12 +22,12 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
-from zonegate.metastore.models import IndexEntry, UnknownStream
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls, partition_error
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
 from zonegate.records.batch import patch_batch
+from zonegate.storage.index import IndexEntry, UnknownStream
 from zonegate.storage.reader import MAX_GETS_PER_READ
 
 API_KEY = 1

@@ -27,13 +27,13 @@ from kio.schema.errors import ErrorCode
 
 from zonegate.broker.topic_configs import effective
 from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
-from zonegate.metastore.models import IndexEntry, UnknownStream
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls, partition_error
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
 from zonegate.records.batch import CorruptBatch, patch_batch
 from zonegate.records.decode import Record, decode_records
+from zonegate.storage.index import IndexEntry, UnknownStream
 
 log = logging.getLogger(__name__)
 API_KEY = 2

@@ -21,11 +21,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
-from zonegate.metastore.models import UnknownStream
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls, partition_error
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.storage.index import UnknownStream
 
 API_KEY = 23
 UNDEFINED = -1

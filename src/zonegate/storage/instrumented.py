@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from zonegate.wal_s3.object_store import (
+from zonegate.storage.objects import (
     ObjectInfo,
     ObjectNotFound,
     ObjectStore,

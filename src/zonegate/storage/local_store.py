@@ -30,8 +30,8 @@ import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
-from zonegate.wal_s3.object_store import ObjectInfo, ObjectNotFound, check_range
-from zonegate.wal_s3.pack_files import (
+from zonegate.storage.objects import ObjectInfo, ObjectNotFound, check_range
+from zonegate.storage.pack_files import (
     PACK_SUFFIX,
     RECORD_HEADER_SIZE,
     PackedKey,

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.wal_s3.fakes import run
-from zonegate.wal_s3.instrumented import InstrumentedObjectStore
-from zonegate.wal_s3.local_store import LocalObjectStore
-from zonegate.wal_s3.object_store import ObjectNotFound, open_object_store
+from tests.storage.fakes import run
+from zonegate.storage.instrumented import InstrumentedObjectStore
+from zonegate.storage.local_store import LocalObjectStore
+from zonegate.storage.objects import ObjectNotFound, open_object_store
 
 StoreFactory = Callable[[str], InstrumentedObjectStore]  # prefix -> store
 

@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from tests.wal_s3.fakes import MemoryStore, run
-from zonegate.wal_s3.instrumented import InstrumentedObjectStore, ObjectStoreStats
-from zonegate.wal_s3.object_store import (
+from tests.storage.fakes import MemoryStore, run
+from zonegate.storage.instrumented import InstrumentedObjectStore, ObjectStoreStats
+from zonegate.storage.objects import (
     ObjectNotFound,
     PermanentObjectStoreError,
     TransientObjectStoreError,

@@ -37,7 +37,7 @@ from botocore.exceptions import (
 )
 from botocore.handlers import convert_body_to_file_like_object
 
-from zonegate.wal_s3.object_store import (
+from zonegate.storage.objects import (
     ObjectInfo,
     ObjectNotFound,
     PermanentObjectStoreError,

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.wal_s3.fakes import MemoryStore, run
-from zonegate.wal_s3 import local_store
-from zonegate.wal_s3.instrumented import InstrumentedObjectStore
-from zonegate.wal_s3.local_store import LocalObjectStore
-from zonegate.wal_s3.object_store import (
+from tests.storage.fakes import MemoryStore, run
+from zonegate.storage import local_store
+from zonegate.storage.instrumented import InstrumentedObjectStore
+from zonegate.storage.local_store import LocalObjectStore
+from zonegate.storage.objects import (
     ObjectNotFound,
     TransientObjectStoreError,
     open_object_store,
 )
-from zonegate.wal_s3.pack_files import parse_packed_key
+from zonegate.storage.pack_files import parse_packed_key
 from zonegate.wal_s3.wal_format import read_footer_from_store
 from zonegate.wal_s3.wal_writer import WalWriter
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 if TYPE_CHECKING:
-    from zonegate.wal_s3.instrumented import InstrumentedObjectStore
+    from zonegate.storage.instrumented import InstrumentedObjectStore
 
 SUPPORTED_SCHEMES = ("file", "s3")
 
@@ -101,7 +101,7 @@ def open_object_store(
     S3 (endpoint from `endpoint_url`, else `ZONEGATE_S3_ENDPOINT`, else
     `AWS_ENDPOINT_URL`; credentials and region from the usual AWS variables).
     """
-    from zonegate.wal_s3.instrumented import InstrumentedObjectStore
+    from zonegate.storage.instrumented import InstrumentedObjectStore
 
     parts = urlsplit(url)
     backend: ObjectStore
@@ -113,13 +113,13 @@ def open_object_store(
             raise ValueError(f"file URL must name an absolute path: {url!r}")
         query = parse_qs(parts.query)
         do_fsync = fsync if fsync is not None else query.get("fsync", ["0"])[-1] in ("1", "true")
-        from zonegate.wal_s3.local_store import LocalObjectStore
+        from zonegate.storage.local_store import LocalObjectStore
 
         backend = LocalObjectStore(path, fsync=do_fsync)
     elif parts.scheme == "s3":
         if not parts.netloc:
             raise ValueError(f"s3 URL must name a bucket (s3://bucket/prefix): {url!r}")
-        from zonegate.wal_s3.s3_store import S3ObjectStore
+        from zonegate.storage.s3_store import S3ObjectStore
 
         endpoint = (
             endpoint_url

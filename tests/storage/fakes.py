@@ -7,7 +7,7 @@ import builtins
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
-from zonegate.wal_s3.object_store import ObjectInfo, ObjectNotFound, ObjectStore, check_range
+from zonegate.storage.objects import ObjectInfo, ObjectNotFound, ObjectStore, check_range
 
 T = TypeVar("T")
 

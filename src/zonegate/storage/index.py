@@ -1,0 +1,158 @@
+"""A partition's stream: where its batches are, and the store that keeps that durable.
+
+`IndexEntry` says where one stored batch (or run of batches) of a partition
+lies: offsets, object key, position, length, max timestamp. `StreamIndex` is a
+partition's entries in offset order with the lookups every reader needs (by
+offset, by timestamp, the largest timestamp). `StreamStore` is what the
+storage layer asks of a durable store for them (the metadata store implements
+it): the partition's state, its entries, and the group commit that appends
+entries and producer state in one transaction fenced by leader epoch.
+Producer state rides in the same commit because idempotence must move exactly
+with the offsets it vouches for.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class IndexEntry:
+    """One stored batch (or run of batches) of a partition's stream."""
+
+    base_offset: int
+    last_offset: int
+    object_key: str
+    position: int
+    length: int
+    max_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerBatch:
+    first_seq: int
+    last_seq: int
+    base_offset: int
+    last_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerEntry:
+    producer_id: int
+    epoch: int
+    batches: tuple[ProducerBatch, ...]  # the last five, oldest first
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    stream_id: int
+    leader_epoch: int
+    log_start_offset: int
+    next_offset: int
+    producers: dict[int, ProducerEntry]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionCommit:
+    """What one group commit appends to one partition, fenced by `leader_epoch`."""
+
+    stream_id: int
+    leader_epoch: int
+    next_offset: int
+    entries: tuple[IndexEntry, ...]
+    producers: tuple[ProducerEntry, ...]
+
+
+class UnknownStream(LookupError):
+    """No partition has this stream id (never had, or its topic was deleted)."""
+
+    def __init__(self, stream_id: int) -> None:
+        super().__init__(f"no partition with stream id {stream_id}")
+        self.stream_id = stream_id
+
+
+class StreamStore(Protocol):
+    """The durable side of partitions' streams (the metadata store implements it)."""
+
+    async def load_partition(self, stream_id: int) -> PartitionState:
+        """Raises UnknownStream for a stream id no partition has."""
+        ...
+
+    async def read_index(self, stream_id: int) -> list[IndexEntry]: ...
+
+    async def epoch_end_offset(self, stream_id: int, epoch: int) -> tuple[int, int] | None:
+        """Where leader epoch `epoch` of the stream ended, as Kafka's leader-epoch cache
+        answers it: (the newest epoch at or before `epoch`, the first offset of the
+        epoch after it); None when no later epoch began.
+
+        Epoch 0 starts at offset 0 with the partition and is not recorded; every leader
+        move records its new epoch and the offset it starts at.
+        """
+        ...
+
+    async def commit_appends(self, commits: Sequence[PartitionCommit]) -> set[int]:
+        """Commits all in one transaction; returns the stream ids fenced (epoch moved)."""
+        ...
+
+
+class StreamIndex:
+    """A partition's index entries in offset order, with the readers' lookups."""
+
+    __slots__ = ("_bases", "_entries")
+
+    def __init__(self, entries: Iterable[IndexEntry] = ()) -> None:
+        self._entries: list[IndexEntry] = list(entries)
+        self._bases = [e.base_offset for e in self._entries]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def first_offset(self) -> int | None:
+        return self._bases[0] if self._bases else None
+
+    def extend(self, entries: Sequence[IndexEntry]) -> None:
+        """Appends entries that follow the last one."""
+        self._entries.extend(entries)
+        self._bases.extend(e.base_offset for e in entries)
+
+    def from_offset(self, offset: int, max_bytes: int) -> list[IndexEntry]:
+        """Entries from the one holding `offset`, up to `max_bytes` (at least one)."""
+        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        out: list[IndexEntry] = []
+        total = 0
+        entries = self._entries
+        while i < len(entries):
+            e = entries[i]
+            if out and total + e.length > max_bytes:
+                break
+            if e.last_offset >= offset:
+                out.append(e)
+                total += e.length
+            i += 1
+        return out
+
+    def from_timestamp(self, timestamp: int) -> list[IndexEntry]:
+        """Entries from the first whose max timestamp reaches `timestamp`, in offset order."""
+        for i, e in enumerate(self._entries):
+            if e.max_timestamp >= timestamp:
+                return self._entries[i:]
+        return []
+
+    def max_timestamp_entry(self) -> IndexEntry | None:
+        """The entry holding the largest timestamp (the first such, on a tie)."""
+        best: IndexEntry | None = None
+        for e in self._entries:
+            if best is None or e.max_timestamp > best.max_timestamp:
+                best = e
+        return best
+
+    def stored_bytes(self) -> int:
+        return sum(e.length for e in self._entries)
