@@ -1,0 +1,84 @@
+"""The injected clock and the supervisor, on a manual clock: no sleeps."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from zonegate.runtime.clock import ManualClock
+from zonegate.runtime.supervisor import Supervisor
+
+pytestmark = pytest.mark.unit
+
+
+def test_manual_clock_wakes_sleepers_in_time_order() -> None:
+    async def run() -> None:
+        clock = ManualClock(wall_ms=1000, monotonic=5.0)
+        woke: list[tuple[str, float]] = []
+
+        async def sleeper(name: str, s: float) -> None:
+            await clock.sleep(s)
+            woke.append((name, clock.monotonic()))
+
+        tasks = [asyncio.create_task(sleeper(n, s)) for n, s in (("b", 2), ("a", 1), ("c", 3))]
+        await asyncio.sleep(0)
+        await clock.advance(2.5)
+        assert woke == [("a", 6.0), ("b", 7.0)]
+        assert clock.monotonic() == 7.5 and clock.wall_ms() == 3500
+        await clock.advance(1)
+        assert woke[-1] == ("c", 8.0)
+        await asyncio.gather(*tasks)
+
+    asyncio.run(run())
+
+
+def test_parts_stop_in_reverse_and_failures_are_kept(caplog: pytest.LogCaptureFixture) -> None:
+    async def run() -> None:
+        clock = ManualClock()
+        sup = Supervisor("node 1", clock)
+        order: list[str] = []
+
+        def part(name: str) -> tuple[object, object]:
+            async def start() -> None:
+                order.append(f"start {name}")
+
+            async def stop() -> None:
+                order.append(f"stop {name}")
+                if name == "b":
+                    raise RuntimeError("b will not stop")
+
+            return start, stop
+
+        for name in "abc":
+            start, stop = part(name)
+            await sup.start(name, start, stop)  # type: ignore[arg-type]
+
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            ticks += 1
+            if ticks == 2:
+                raise ValueError("second tick fails")
+
+        sup.every("refresh", 0.5, tick)
+        await asyncio.sleep(0)
+        await clock.advance(0.5)
+        assert ticks == 1 and sup.problems() == {}
+        await clock.advance(0.5)
+        assert ticks == 2 and sup.problems() == {"refresh": "ValueError: second tick fails"}
+        await clock.advance(0.5)
+        assert ticks == 3 and sup.problems() == {}  # it went on, and recovered
+
+        async def dies() -> None:
+            raise OSError("gone")
+
+        sup.run("worker", dies)
+        await asyncio.sleep(0)
+        assert sup.problems() == {"worker": "stopped: OSError: gone"}
+        await sup.stop()
+        assert order == ["start a", "start b", "start c", "stop c", "stop b", "stop a"]
+        assert "stopping b failed" in caplog.text
+
+    asyncio.run(run())
