@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from zonegate.analytics.job import check_out_dir, run_report
-from zonegate.analytics.schema import UnknownSchemaVersion, UsageInputError
 from zonegate.analytics.source import locate
 from zonegate.analytics.synthetic import SyntheticSpec, generate, write_local
 from zonegate.broker.cli import main
 from zonegate.cost_model import price_table
+from zonegate.usage.schema import UnknownSchemaVersion, UsageInputError
 
 pytestmark = pytest.mark.integration
 

@@ -15,9 +15,9 @@ import pytest
 
 from zonegate.broker.controller import Controller
 from zonegate.broker.lease_keeper import LeaseKeeper
-from zonegate.broker.membership import Membership, wall_ms
 from zonegate.metastore.models import NodeRecord
 from zonegate.metastore.sqlite import SqliteMetaStore
+from zonegate.router.membership import Membership, wall_ms
 
 pytestmark = pytest.mark.integration
 

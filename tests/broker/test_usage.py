@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from zonegate.broker.accounting import FORWARD_RPC, PRODUCE_DATA, Accounting
 from zonegate.broker.usage import USAGE_SCHEMA, UsageWriter
 from zonegate.storage.objects import open_object_store
+from zonegate.usage.accounting import FORWARD_RPC, PRODUCE_DATA, Accounting
 
 pytestmark = pytest.mark.unit
 

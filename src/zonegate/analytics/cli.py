@@ -45,9 +45,9 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zonegate.analytics.schema import UsageInputError
     from zonegate.cost_model.price_tables import price_table
     from zonegate.cost_model.prices import UnknownPrice
+    from zonegate.usage.schema import UsageInputError
 
     try:
         prices = price_table(args.provider, args.region)

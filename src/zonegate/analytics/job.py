@@ -23,10 +23,10 @@ from pyspark.sql import DataFrame, SparkSession
 from zonegate.analytics import dashboard, transform
 from zonegate.analytics.progress import Progress
 from zonegate.analytics.savings import kafka_for_day, savings
-from zonegate.analytics.schema import UsageInputError, check_versions
 from zonegate.analytics.source import UsageLocation, read_usage
 from zonegate.cost_model.measured import usage_rates
 from zonegate.cost_model.prices import PriceTable
+from zonegate.usage.schema import UsageInputError, check_versions
 
 TABLES = ("matrix", "cost_by_topic", "cost_by_client", "cost_by_zone", "daily", "savings")
 

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 
-from zonegate.analytics.schema import ARROW_SCHEMA, SPARK_DDL, UsageInputError, conform
+from zonegate.usage.schema import ARROW_SCHEMA, SPARK_DDL, UsageInputError, conform
 
 # Spark hands Python data sources microsecond timestamps; records store milliseconds.
 SPARK_ARROW_SCHEMA = pa.schema(

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from zonegate.analytics.schema import ARROW_SCHEMA, SCHEMA_VERSION
+from zonegate.usage.schema import ARROW_SCHEMA, SCHEMA_VERSION
 
 
 @dataclass(frozen=True)

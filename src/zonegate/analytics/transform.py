@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from zonegate.analytics.schema import CLIENT_KINDS
 from zonegate.cost_model.measured import UsageRates
+from zonegate.usage.schema import CLIENT_KINDS
 
 _SUMS = (
     "bytes_in",

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import logging
 
-from zonegate.broker.membership import Membership, wall_ms
-from zonegate.broker.placement import place
 from zonegate.metastore.api import MetaStore
+from zonegate.router.membership import Membership, wall_ms
+from zonegate.router.placement import place
 
 log = logging.getLogger(__name__)
 LEASE = "controller"

@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable
 
 from zonegate.broker.controller import Controller
-from zonegate.broker.membership import Membership
 from zonegate.metastore.api import MetaStore
+from zonegate.router.membership import Membership
 
 log = logging.getLogger(__name__)
 

@@ -17,15 +17,11 @@ import logging
 
 import grpc
 
-from zonegate.broker.accounting import FORWARD_RPC, Accounting
-from zonegate.broker.catalog import Catalog
 from zonegate.broker.config import NodeConfig
 from zonegate.broker.controller import Controller
 from zonegate.broker.http import HttpEndpoint
 from zonegate.broker.lease_keeper import LeaseKeeper
-from zonegate.broker.membership import Membership
 from zonegate.broker.metrics import node_registry
-from zonegate.broker.placement import place
 from zonegate.broker.usage import UsageWriter
 from zonegate.coordinator.classic import GroupConfig
 from zonegate.coordinator.service import GroupCoordinator
@@ -38,12 +34,16 @@ from zonegate.metastore.api import MetaStore, open_metastore
 from zonegate.metastore.models import NodeRecord, PartitionInfo
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.server import KafkaServer, ListenerConfig
+from zonegate.router.membership import Membership
+from zonegate.router.placement import place
 from zonegate.router.rendezvous import choose_node
 from zonegate.router.view import ClusterView
 from zonegate.router.zones import ZoneResolver
+from zonegate.services.catalog import Catalog
 from zonegate.storage.log_cache import LogCache
 from zonegate.storage.objects import open_object_store
 from zonegate.storage.reader import StreamReader
+from zonegate.usage.accounting import FORWARD_RPC, Accounting
 from zonegate.wal_s3.wal_writer import WalWriter
 
 log = logging.getLogger(__name__)

@@ -21,9 +21,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from zonegate.analytics.schema import ARROW_SCHEMA, SCHEMA_VERSION
-from zonegate.broker.accounting import Accounting
 from zonegate.storage.instrumented import InstrumentedObjectStore, ObjectStoreStats
+from zonegate.usage.accounting import Accounting
+from zonegate.usage.schema import ARROW_SCHEMA, SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 # One definition of the record schema, shared with the report that reads it

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from zonegate.broker.accounting import FETCH_DATA, OTHER, PRODUCE_DATA
 from zonegate.proxy.context import RequestContext
+from zonegate.usage.accounting import FETCH_DATA, OTHER, PRODUCE_DATA
 
 _KIND = {0: PRODUCE_DATA, 1: FETCH_DATA}
 

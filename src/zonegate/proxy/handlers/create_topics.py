@@ -14,13 +14,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.broker.catalog import InvalidTopic, check_topic_name
-from zonegate.broker.topic_configs import InvalidConfig, validate_topic_configs
 from zonegate.metastore.models import TopicExists
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.services.catalog import InvalidTopic, check_topic_name
+from zonegate.services.topic_configs import InvalidConfig, validate_topic_configs
 
 API_KEY = 19
 _ZERO = uuid.UUID(int=0)

@@ -12,11 +12,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.broker.topic_configs import TOPIC_CONFIGS
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.services.topic_configs import TOPIC_CONFIGS
 
 API_KEY = 32
 TOPIC, BROKER = 2, 4

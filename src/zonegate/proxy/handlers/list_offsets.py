@@ -25,7 +25,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.broker.topic_configs import effective
 from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls, partition_error
@@ -33,6 +32,7 @@ from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
 from zonegate.records.batch import CorruptBatch, patch_batch
 from zonegate.records.decode import Record, decode_records
+from zonegate.services.topic_configs import effective
 from zonegate.storage.index import IndexEntry, UnknownStream
 
 log = logging.getLogger(__name__)

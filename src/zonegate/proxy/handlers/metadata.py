@@ -16,13 +16,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.broker.catalog import InvalidTopic, check_topic_name
 from zonegate.metastore.models import TopicInfo
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.errors import PeerProtocolError
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.services.catalog import InvalidTopic, check_topic_name
 
 API_KEY = 3
 ZERO_UUID = uuid.UUID(int=0)

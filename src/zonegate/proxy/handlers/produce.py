@@ -18,12 +18,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.broker.topic_configs import effective
 from zonegate.leader_forwarder.messages import ANY_EPOCH, AppendBatch, AppendResult
 from zonegate.proxy.codec import EncodedBody
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.registry import REGISTRY
 from zonegate.records.batch import BatchHeader, CorruptBatch, validate_batches
+from zonegate.services.topic_configs import effective
 from zonegate.wal_s3.wal_writer import WalEntryLocation
 
 log = logging.getLogger(__name__)

@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from zonegate.broker.placement import place
 from zonegate.metastore.models import NodeRecord
+from zonegate.router.placement import place
 
 pytestmark = pytest.mark.unit
 

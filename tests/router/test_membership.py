@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from zonegate.broker.membership import Membership
 from zonegate.metastore.models import NodeRecord
 from zonegate.metastore.sqlite import SqliteMetaStore
+from zonegate.router.membership import Membership
 
 pytestmark = pytest.mark.unit
 

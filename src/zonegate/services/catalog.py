@@ -14,7 +14,6 @@ import re
 import uuid
 from collections.abc import Callable
 
-from zonegate.broker.topic_configs import validate_topic_configs
 from zonegate.metastore.api import MetaStore
 from zonegate.metastore.models import (
     PartitionCountChanged,
@@ -22,6 +21,7 @@ from zonegate.metastore.models import (
     TopicExists,
     TopicInfo,
 )
+from zonegate.services.topic_configs import validate_topic_configs
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249

@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
-from zonegate.broker.accounting import (
+from zonegate.metastore.models import PartitionInfo, TopicInfo
+from zonegate.proxy.accounting import account_request
+from zonegate.proxy.context import ClientInfo, RequestContext
+from zonegate.usage.accounting import (
     FORWARD_RPC,
     OTHER,
     PRODUCE_DATA,
@@ -16,9 +19,6 @@ from zonegate.broker.accounting import (
     Counts,
     TrafficKey,
 )
-from zonegate.metastore.models import PartitionInfo, TopicInfo
-from zonegate.proxy.accounting import account_request
-from zonegate.proxy.context import ClientInfo, RequestContext
 
 pytestmark = pytest.mark.unit
 
