@@ -156,7 +156,7 @@ class SqliteMetaStore(GroupTables):
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
             conn = sqlite3.connect(self._path, isolation_level=None, timeout=30.0)
-            conn.execute("PRAGMA journal_mode=WAL")
+            _use_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
             conn.executescript(_SCHEMA)
@@ -624,6 +624,31 @@ _CHECKPOINT_EVERY = 256  # loop-thread commits between passive checkpoints
 # handler sleeps 1 ms, then 1 ms more, with the GIL released so the worker's
 # transaction can finish) before the commit goes to the worker instead.
 _LOOP_BUSY_MS = 2
+_OPEN_BUSY_S = 30.0  # as the worker connection's busy timeout
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    return exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switches the file to WAL mode (it stays so), waiting out others doing the same.
+
+    Nodes started together on a new file all make that switch at once. It needs an
+    exclusive lock, and while another connection holds the write lock of a file not
+    yet in WAL mode (making the schema, say), SQLite answers BUSY at once instead of
+    calling the busy handler; so the wait the connection's timeout would give is made
+    here. Once the file is in WAL mode the pragma takes no lock.
+    """
+    deadline = time.monotonic() + _OPEN_BUSY_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(0.005)
 
 
 def _bump_version(db: sqlite3.Connection) -> None:
