@@ -156,6 +156,10 @@ async def test_delete_topic_drops_its_streams_data_and_fences_their_leader(
     await store.delete_topic("t")
     assert await store.read_index(sid) == []
     assert await store.epoch_end_offset(sid, 0) is None
+    # A leader loading it anew (restarted, or told to forget it) finds no partition,
+    # so it never learns the epoch the deletion moved to and writes nothing under it.
+    with pytest.raises(UnknownStream):
+        await store.load_partition(sid)
     # Its leader's next commit, at the epoch it led with, lands nowhere.
     assert await store.commit_appends([append(sid, 6, 2, epoch=1, producer_id=7)]) == {sid}
     assert await store.read_index(sid) == []

@@ -399,9 +399,11 @@ class SqliteMetaStore(GroupTables):
     # -- streams ----------------------------------------------------------
     async def load_partition(self, stream_id: int) -> PartitionState:
         def fn(db: sqlite3.Connection) -> PartitionState:
+            # A deleted topic's partition rows stay (their stream ids are never reused),
+            # but they are no partition any more: a leader must not load one and write.
             row = db.execute(
                 "SELECT leader_epoch, log_start_offset, next_offset FROM partitions "
-                "WHERE stream_id = ?",
+                "JOIN topics USING (topic_id) WHERE stream_id = ? AND deleted = 0",
                 (stream_id,),
             ).fetchone()
             if row is None:
