@@ -11,31 +11,42 @@ store.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
-from zonegate.metastore.api import MetaStore
-from zonegate.router.membership import Membership, wall_ms
+from zonegate.metastore.api import ClusterStore
+from zonegate.router.membership import Membership
 from zonegate.router.placement import place
+from zonegate.runtime.clock import SYSTEM_CLOCK
 
 log = logging.getLogger(__name__)
 LEASE = "controller"
 
 
 class Controller:
-    def __init__(self, meta: MetaStore, membership: Membership) -> None:
+    def __init__(
+        self,
+        meta: ClusterStore,
+        membership: Membership,
+        *,
+        clock_ms: Callable[[], int] = SYSTEM_CLOCK.wall_ms,
+    ) -> None:
         self._meta = meta
         self._members = membership
+        self._clock_ms = clock_ms
         self.is_active = False
 
-    async def run_once(self, meta: MetaStore | None = None) -> int:
+    async def run_once(self, meta: ClusterStore | None = None) -> int:
         """One pass, through `meta` when given (the lease keeper's own connection);
         returns how many partitions moved."""
         meta = meta or self._meta
         me = self._members.me.node_id
-        self.is_active = await meta.acquire_lease(LEASE, me, self._members.lease_ms, wall_ms())
+        self.is_active = await meta.acquire_lease(
+            LEASE, me, self._members.lease_ms, self._clock_ms()
+        )
         if not self.is_active:
             return 0
         nodes = await meta.list_nodes()
-        now = wall_ms()
+        now = self._clock_ms()
         live = [n for n in nodes if n.live(now)]
         if not live:
             return 0

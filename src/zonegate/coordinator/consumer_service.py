@@ -24,6 +24,7 @@ from zonegate.coordinator.consumer_group import (
     Topics,
     validate_request,
 )
+from zonegate.coordinator.describe import ConsumerGroupDescription, describe_consumer
 from zonegate.coordinator.service import GroupCoordinator, now_ms
 
 
@@ -57,9 +58,26 @@ async def consumer_heartbeat(
         group = ConsumerGroup(group_id, coord.config, settings)
         coord.adopt(group)
     group.update_settings(settings)
-    result = group.heartbeat(req, Topics(coord.topics, topic_names), now_ms())
+    result = group.heartbeat(req, Topics(coord.topics, topic_names), now_ms(coord.clock))
     await coord.save(group)
     return result
+
+
+async def heartbeat(
+    coord: GroupCoordinator, group_id: str, req: HeartbeatRequest
+) -> HeartbeatResult:
+    """ConsumerGroupHeartbeat with the coordinator's own settings and topic names."""
+    return await consumer_heartbeat(
+        coord, group_id, req, coord.consumer_settings, coord.topic_names
+    )
+
+
+async def describe(coord: GroupCoordinator, group_id: str) -> ConsumerGroupDescription:
+    """ConsumerGroupDescribe of one group."""
+    (d,) = await consumer_describe(coord, [group_id])
+    if d.group is None:
+        return ConsumerGroupDescription(d.group_id, d.error, d.message)
+    return describe_consumer(d.group, coord.topic_by_id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -33,9 +33,11 @@ from zonegate.coordinator.classic import (
     JoinResult,
     SyncResult,
 )
-from zonegate.coordinator.consumer_group import ConsumerGroup
-from zonegate.metastore.api import MetaStore
+from zonegate.coordinator.consumer_group import ConsumerGroup, ConsumerGroupSettings
+from zonegate.coordinator.describe import ClassicGroupDescription, describe_classic
+from zonegate.metastore.api import GroupStore
 from zonegate.metastore.models import CommittedOffset, GroupRecord, TopicInfo
+from zonegate.runtime.clock import SYSTEM_CLOCK, Clock, wait_event
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +46,9 @@ T = TypeVar("T")
 OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes default
 
 
-def now_ms() -> float:
-    return time.monotonic() * 1000.0
+def now_ms(clock: Clock = SYSTEM_CLOCK) -> float:
+    """Session and rebalance deadlines: the monotonic clock, in milliseconds."""
+    return clock.monotonic() * 1000.0
 
 
 class Group(Protocol):
@@ -94,10 +97,26 @@ GroupLoader = Callable[[str, GroupConfig, str, float], Group]
 
 
 class GroupCoordinator:
-    def __init__(self, meta: MetaStore, config: GroupConfig, topics: TopicLookup) -> None:
+    def __init__(
+        self,
+        meta: GroupStore,
+        config: GroupConfig,
+        topics: TopicLookup,
+        clock: Clock = SYSTEM_CLOCK,
+        *,
+        consumer_settings: ConsumerGroupSettings | None = None,
+        topic_names: Callable[[], Iterable[str]] = tuple,
+        topic_by_id: Callable[[uuid.UUID], TopicInfo | None] = lambda _: None,
+    ) -> None:
         self.meta = meta
+        self.clock = clock
         self.config = config
         self.topics = topics
+        # KIP-848 groups: the broker's group.consumer.* settings, and the cluster's topics
+        # by name (regex subscriptions) and by id (describing assignments).
+        self.consumer_settings = consumer_settings or ConsumerGroupSettings()
+        self.topic_names = topic_names
+        self.topic_by_id = topic_by_id
         self.groups: dict[str, Group] = {}
         self._saved: dict[str, int] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -111,13 +130,19 @@ class GroupCoordinator:
 
     # -- lifecycle ----------------------------------------------------------
     async def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._timer())
+        """Runs the groups' timers in a task of its own (tests; a node's supervisor runs
+        `run_timers` instead)."""
+        self._task = asyncio.get_running_loop().create_task(self.run_timers())
 
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        await self.shutdown()
+
+    async def shutdown(self) -> None:
+        """Stops every group's timers and saves them (the timers' task is stopped)."""
         for group in self.groups.values():
             group.shutdown()
         await self._save_all()
@@ -148,7 +173,7 @@ class GroupCoordinator:
                 loader = self._loaders.get(record.group_type)
                 if loader is None:
                     raise RuntimeError(f"group {group_id!r} has unknown type {record.group_type!r}")
-                group = loader(group_id, self.config, record.state, now_ms())
+                group = loader(group_id, self.config, record.state, now_ms(self.clock))
                 self.groups[group_id] = group
                 self._saved[group_id] = group.version
         return group
@@ -179,15 +204,15 @@ class GroupCoordinator:
             except Exception:
                 log.exception("saving group %s failed", group.group_id)
 
-    async def _timer(self) -> None:
+    async def run_timers(self) -> None:
+        """Session and rebalance deadlines of every group, for as long as the node runs."""
         while True:
             deadlines = [d for g in self.groups.values() if (d := g.next_deadline()) is not None]
-            wait = (min(deadlines) - now_ms()) / 1000.0 if deadlines else 1.0
+            wait = (min(deadlines) - now_ms(self.clock)) / 1000.0 if deadlines else 1.0
             self._wake.clear()
             # At least a few ms: a deadline already past must not spin the loop.
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=min(max(wait, 0) + 0.005, 1.0))
-            now = now_ms()
+            await wait_event(self.clock, self._wake, min(max(wait, 0) + 0.005, 1.0))
+            now = now_ms(self.clock)
             for group in list(self.groups.values()):
                 group.tick(now)
             await self._save_all()
@@ -217,13 +242,13 @@ class GroupCoordinator:
         group = await self.classic_group(group_id, create=True)
         if isinstance(group, ErrorCode):
             return JoinResult(group, req.member_id)
-        return await self._answer(group, group.join(req, now_ms()))
+        return await self._answer(group, group.join(req, now_ms(self.clock)))
 
     async def sync(self, group_id: str, **kwargs: Any) -> SyncResult:
         group = await self.classic_group(group_id, create=False)
         if isinstance(group, ErrorCode):
             return SyncResult(group)
-        return await self._answer(group, group.sync(now=now_ms(), **kwargs))
+        return await self._answer(group, group.sync(now=now_ms(self.clock), **kwargs))
 
     async def heartbeat(
         self, group_id: str, member_id: str, instance_id: str | None, generation: int
@@ -232,7 +257,10 @@ class GroupCoordinator:
         if isinstance(group, ErrorCode):
             return group
         error = group.heartbeat(
-            member_id=member_id, instance_id=instance_id, generation=generation, now=now_ms()
+            member_id=member_id,
+            instance_id=instance_id,
+            generation=generation,
+            now=now_ms(self.clock),
         )
         return await self._answer(group, error)
 
@@ -242,7 +270,7 @@ class GroupCoordinator:
         group = await self.classic_group(group_id, create=False)
         if isinstance(group, ErrorCode):
             return group, [group] * len(members)
-        now = now_ms()
+        now = now_ms(self.clock)
         errors = [group.leave(member_id, instance_id, now) for member_id, instance_id in members]
         await self.save(group)
         return ErrorCode.none, errors
@@ -277,7 +305,7 @@ class GroupCoordinator:
             return [error] * len(offsets)
         errors: list[ErrorCode] = []
         good: list[CommittedOffset] = []
-        stamp = int(time.time() * 1000)
+        stamp = self.clock.wall_ms()
         for o in offsets:
             e = self._partition_error(o.topic, o.partition)
             if e is ErrorCode.none and len((o.metadata or "").encode()) > OFFSET_METADATA_MAX_BYTES:
@@ -342,6 +370,10 @@ class GroupCoordinator:
             await self.meta.delete_offsets(group_id, doomed)
         return ErrorCode.none, errors
 
+    # -- describing -------------------------------------------------------------
+    async def describe_classic(self, group_id: str) -> ClassicGroupDescription:
+        return describe_classic(await self.get(group_id) if group_id else None)
+
     # -- admin ------------------------------------------------------------------
     async def list_groups(self) -> list[GroupSummary]:
         """Every group in the store, as this node knows it (loaded ones from memory; the
@@ -353,7 +385,7 @@ class GroupCoordinator:
                 loader = self._loaders.get(record.group_type)
                 if loader is None:
                     continue
-                group = loader(record.group_id, self.config, record.state, now_ms())
+                group = loader(record.group_id, self.config, record.state, now_ms(self.clock))
             protocol_type = getattr(group, "protocol_type", None) or (
                 "consumer" if group.group_type == "consumer" else ""
             )

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
@@ -26,6 +25,7 @@ from zonegate.leader_forwarder.api import Leader
 from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
 from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
 from zonegate.metastore.models import PartitionInfo
+from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.storage.index import IndexEntry, UnknownStream
 
 log = logging.getLogger(__name__)
@@ -47,8 +47,10 @@ class LeaderDirectory:
         refresh: Callable[[], Awaitable[object]],
         *,
         retry_for_s: float = 20.0,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._me = node_id
+        self._clock = clock
         self._local = local
         self._partition_of = partition_of
         self._remote_for = remote_for
@@ -96,7 +98,7 @@ class LeaderDirectory:
     async def _send(self, flat: list[AppendBatch]) -> list[AppendResult]:
         results: list[AppendResult | None] = [None] * len(flat)
         pending = list(range(len(flat)))
-        deadline = time.monotonic() + self._retry_for
+        deadline = self._clock.monotonic() + self._retry_for
         delay = 0.05
         while pending:
             groups: dict[int, list[int]] = defaultdict(list)
@@ -138,11 +140,11 @@ class LeaderDirectory:
                         results[i] = r
             if not retry:
                 break
-            if time.monotonic() >= deadline:
+            if self._clock.monotonic() >= deadline:
                 for i in retry:
                     results[i] = AppendResult(ErrorCode.not_leader_or_follower)
                 break
-            await asyncio.sleep(delay)
+            await self._clock.sleep(delay)
             delay = min(delay * 2, 0.5)
             await self._refresh()
             pending = sorted(retry)
@@ -152,7 +154,7 @@ class LeaderDirectory:
 
     # -- reads --------------------------------------------------------------
     async def _read(self, stream_id: int, call: Callable[[Leader], Awaitable[T]]) -> T:
-        deadline = time.monotonic() + self._retry_for
+        deadline = self._clock.monotonic() + self._retry_for
         delay = 0.05
         while True:
             leader, _, _ = self._leader(stream_id)
@@ -161,9 +163,9 @@ class LeaderDirectory:
             try:
                 return await call(leader)
             except LeaderUnavailable:
-                if time.monotonic() >= deadline:
+                if self._clock.monotonic() >= deadline:
                     raise
-            await asyncio.sleep(delay)
+            await self._clock.sleep(delay)
             delay = min(delay * 2, 0.5)
             await self._refresh()
 

@@ -8,23 +8,20 @@ the lease keeper's thread (lease_keeper.py), not on the serving loop.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 
-from zonegate.metastore.api import MetaStore
+from zonegate.metastore.api import ClusterStore
 from zonegate.metastore.models import NodeRecord
+from zonegate.runtime.clock import SYSTEM_CLOCK
 
 log = logging.getLogger(__name__)
-
-
-def wall_ms() -> int:
-    return int(time.time() * 1000)
+wall_ms = SYSTEM_CLOCK.wall_ms
 
 
 class Membership:
     def __init__(
         self,
-        meta: MetaStore,
+        meta: ClusterStore,
         me: NodeRecord,
         *,
         lease_ms: int = 6000,
@@ -39,7 +36,7 @@ class Membership:
         # writes it while the serving loop reads.
         self._view: tuple[list[NodeRecord], dict[int, NodeRecord]] = ([], {})
 
-    async def renew(self, meta: MetaStore | None = None) -> None:
+    async def renew(self, meta: ClusterStore | None = None) -> None:
         """Renews this node's lease and re-reads the others', through `meta` when given
         (the lease keeper's own connection, on its own thread)."""
         meta = meta or self._meta

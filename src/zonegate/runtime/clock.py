@@ -75,3 +75,17 @@ class ManualClock:
                 await asyncio.sleep(0)
         self._now = target
         await asyncio.sleep(0)
+
+
+async def wait_event(clock: Clock, event: asyncio.Event, timeout_s: float) -> bool:
+    """Waits for `event` at most `timeout_s` by `clock`; True if it was set."""
+    if event.is_set():
+        return True
+    waiter = asyncio.ensure_future(event.wait())
+    timer = asyncio.ensure_future(clock.sleep(timeout_s))
+    try:
+        await asyncio.wait([waiter, timer], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        timer.cancel()
+    return event.is_set()
