@@ -443,7 +443,7 @@ _RPC_METHODS = {
     "Append": "AppendRequest",
     "ReadIndex": "ReadIndexRequest",
     "Watch": "WatchRequest",
-    "Coordinate": "CoordinateRequest",
+    "GroupCall": "GroupCallRequest",
 }
 
 

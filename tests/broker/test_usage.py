@@ -20,7 +20,7 @@ def test_usage_records_round_trip(tmp_path: Path) -> None:
     async def run() -> None:
         store = open_object_store((tmp_path / "objects").as_uri())
         acc = Accounting(7, "zone-a")
-        writer = UsageWriter(store, acc, cluster="c1", interval_s=3600, stored_bytes=lambda: 123)
+        writer = UsageWriter(store, acc, cluster="c1", stored_bytes=lambda: 123)
         acc.add(
             PRODUCE_DATA,
             client_zone="zone-a",

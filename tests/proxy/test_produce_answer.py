@@ -7,16 +7,16 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from zonegate.leader_forwarder.messages import AppendResult
 from zonegate.proxy.codec import decode_response, encode_response
 from zonegate.proxy.handlers.common import NO_THROTTLE
-from zonegate.proxy.handlers.produce import _encode_answer, _PartitionWork
+from zonegate.proxy.handlers.produce import _encode_answer
 from zonegate.proxy.schema import make, response_class
+from zonegate.services.api import ProducedPartition
 
 pytestmark = pytest.mark.unit
 
 
-def _kio_answer(version: int, works: list[_PartitionWork]) -> Any:
+def _kio_answer(version: int, works: list[ProducedPartition]) -> Any:
     """The answer built from kio's dataclasses, as the handler did before."""
 
     def cls(name: str) -> type[Any]:
@@ -24,15 +24,14 @@ def _kio_answer(version: int, works: list[_PartitionWork]) -> Any:
 
     by_topic: dict[str, list[Any]] = {}
     for w in works:
-        ok = w.error == ErrorCode.none and w.result is not None
         by_topic.setdefault(w.topic, []).append(
             make(
                 cls("PartitionProduceResponse"),
-                index=w.index,
+                index=w.partition,
                 error_code=w.error,
-                base_offset=w.result.base_offset if ok and w.result else -1,
+                base_offset=w.base_offset,
                 log_append_time=None,
-                log_start_offset=w.result.log_start_offset if ok and w.result else -1,
+                log_start_offset=w.log_start_offset,
                 record_errors=(),
                 error_message=w.message,
                 current_leader=make(cls("LeaderIdAndEpoch")) if version >= 10 else None,
@@ -49,21 +48,16 @@ def _kio_answer(version: int, works: list[_PartitionWork]) -> Any:
     )
 
 
-def _works() -> list[_PartitionWork]:
-    ok = _PartitionWork("orders", 0, result=AppendResult(ErrorCode.none, 1234567890123, 7))
-    ok2 = _PartitionWork("orders", 3, result=AppendResult(ErrorCode.none, 0, 0))
-    corrupt = _PartitionWork(
+def _works() -> list[ProducedPartition]:
+    ok = ProducedPartition("orders", 0, base_offset=1234567890123, log_start_offset=7)
+    ok2 = ProducedPartition("orders", 3, base_offset=0, log_start_offset=0)
+    corrupt = ProducedPartition(
         "t\u00e9l\u00e9", 1, ErrorCode.corrupt_message, "CRC32C mismatch: stored 1, computed 2"
     )
-    unknown = _PartitionWork("missing", 9, ErrorCode.unknown_topic_or_partition)
-    # An error from the leader after a result was kept: answered as an error.
-    fenced = _PartitionWork(
-        "orders",
-        1,
-        ErrorCode.not_leader_or_follower,
-        result=AppendResult(ErrorCode.not_leader_or_follower),
-    )
-    long_name = _PartitionWork("x" * 300, 2, result=AppendResult(ErrorCode.none, 5, 1))
+    unknown = ProducedPartition("missing", 9, ErrorCode.unknown_topic_or_partition)
+    # An error from the leader: answered as an error, no offsets.
+    fenced = ProducedPartition("orders", 1, ErrorCode.not_leader_or_follower)
+    long_name = ProducedPartition("x" * 300, 2, base_offset=5, log_start_offset=1)
     return [ok, corrupt, ok2, unknown, fenced, long_name]
 
 

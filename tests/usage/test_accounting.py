@@ -11,6 +11,7 @@ import pytest
 from zonegate.metastore.models import PartitionInfo, TopicInfo
 from zonegate.proxy.accounting import account_request
 from zonegate.proxy.context import ClientInfo, RequestContext
+from zonegate.services.api import ANONYMOUS
 from zonegate.usage.accounting import (
     FORWARD_RPC,
     OTHER,
@@ -63,11 +64,11 @@ def test_request_bytes_split_among_topics_with_their_leader_zones() -> None:
     zones = {2: "zone-b"}  # node 3 is not live
     node: Any = SimpleNamespace(
         accounting=Accounting(1, "zone-a"),
-        catalog=SimpleNamespace(get=topics.get),
-        membership=SimpleNamespace(zone_of=lambda n: zones.get(n, "")),
-        client_zone=lambda client_id, host: "zone-a",
+        topics=SimpleNamespace(get=topics.get),
+        cluster=SimpleNamespace(zone_of=lambda n: zones.get(n, "")),
     )
-    ctx = RequestContext(node, ClientInfo("10.0.0.1", 1, 1), 0, 9, 1, None, 101)
+    client = ClientInfo("10.0.0.1", 1, 1)
+    ctx = RequestContext(node, ANONYMOUS, "PLAINTEXT", client, "zone-a", 0, 9, 1, None, 101)
     body = SimpleNamespace(topic_data=[SimpleNamespace(name="a"), SimpleNamespace(name="b")])
     account_request(ctx, body, 11)
     assert {
@@ -77,6 +78,8 @@ def test_request_bytes_split_among_topics_with_their_leader_zones() -> None:
         ("b", "", ""): (50, 5, 0),
     }
     # Not produce or fetch (here ApiVersions): one key with no topic.
-    account_request(RequestContext(node, ClientInfo("10.0.0.1", 1, 1), 18, 3, 2, "x", 30), None, 40)
+    account_request(
+        RequestContext(node, ANONYMOUS, "PLAINTEXT", client, "zone-a", 18, 3, 2, "x", 30), None, 40
+    )
     other = node.accounting.totals[TrafficKey(OTHER, "zone-a", "zone-a", "", "", "x")]
     assert _counts(other) == (30, 40, 1)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,9 +61,3 @@ class NodeConfig:
     def advertised(self) -> str:
         return self.advertised_host or self.host
 
-    def cluster_uuid(self) -> str:
-        """Kafka cluster ids are 22-character base64 UUIDs; derive a stable one from the name."""
-        import base64
-
-        raw = uuid.uuid5(uuid.NAMESPACE_DNS, self.cluster_id).bytes
-        return base64.urlsafe_b64encode(raw).decode().rstrip("=")

@@ -1,18 +1,18 @@
-"""One node: wires the stores, leader, cluster membership, WAL writer and listeners.
+"""One node: wires stores, leader, membership, services, WAL writer and listeners, and runs them.
 
 Every node plays every role: Kafka front for its zone's clients, leader of the
-partitions placed on it, candidate controller. Start order: stores and
-catalog, the leader's RPC listener, membership (so others can reach us), the
-Kafka listener, then the background loops. Stop order is the reverse: stop
-accepting, answer what was read (WAL uploads and leader commits finish),
-leave the membership (so partitions move at once), close the stores.
+partitions placed on it, candidate controller. The handlers see only the
+services (services/api.py); this module is the one place that knows how they
+are made. Start order (the supervisor's): the catalog, the leader's RPC
+listener, membership (so others can reach us), the Kafka listener, then the
+background tasks; stop is the reverse: stop accepting, answer what was read
+(WAL uploads and leader commits finish), leave the membership (so partitions
+move at once), close the stores.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
 import logging
 
 import grpc
@@ -24,6 +24,7 @@ from zonegate.broker.lease_keeper import LeaseKeeper
 from zonegate.broker.metrics import node_registry
 from zonegate.broker.usage import UsageWriter
 from zonegate.coordinator.classic import GroupConfig
+from zonegate.coordinator.consumer_group import ConsumerGroupSettings
 from zonegate.coordinator.service import GroupCoordinator
 from zonegate.leader_forwarder.api import Leader
 from zonegate.leader_forwarder.directory import LeaderDirectory
@@ -31,15 +32,20 @@ from zonegate.leader_forwarder.grpc_client import RemoteLeader
 from zonegate.leader_forwarder.grpc_server import start_leader_server
 from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.metastore.api import MetaStore, open_metastore
-from zonegate.metastore.models import NodeRecord, PartitionInfo
+from zonegate.metastore.models import NodeRecord, PartitionInfo, TopicInfo
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.server import KafkaServer, ListenerConfig
 from zonegate.router.membership import Membership
 from zonegate.router.placement import place
-from zonegate.router.rendezvous import choose_node
-from zonegate.router.view import ClusterView
-from zonegate.router.zones import ZoneResolver
+from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
+from zonegate.runtime.supervisor import Supervisor
+from zonegate.services.api import Services
 from zonegate.services.catalog import Catalog
+from zonegate.services.cluster import ClusterSettings, NodeCluster
+from zonegate.services.groups import RoutedGroups
+from zonegate.services.read_path import ReadService
+from zonegate.services.topic_configs import TOPIC_CONFIGS
+from zonegate.services.write_path import ProduceService
 from zonegate.storage.log_cache import LogCache
 from zonegate.storage.objects import open_object_store
 from zonegate.storage.reader import StreamReader
@@ -50,16 +56,16 @@ log = logging.getLogger(__name__)
 
 
 class Node:
-    def __init__(self, config: NodeConfig) -> None:
+    def __init__(self, config: NodeConfig, clock: Clock = SYSTEM_CLOCK) -> None:
         self.config = config
+        self.clock = clock
+        self.supervisor = Supervisor(f"node {config.node_id}", clock)
         self.meta: MetaStore = open_metastore(config.meta_url)
         self.store = open_object_store(config.store_url, endpoint_url=config.s3_endpoint)
         self.log_cache = LogCache(config.log_cache_bytes)
         self.reader = StreamReader(self.store, self.log_cache)
         self.accounting = Accounting(config.node_id, config.zone)
         self.local_leader = LeaderService(self.meta)
-        self.catalog = Catalog(self.meta, self._place)
-        self.catalog.listeners.append(self._on_catalog_change)
         me = NodeRecord(
             config.node_id,
             config.zone,
@@ -68,7 +74,17 @@ class Node:
             config.rpc_host or config.host,
             config.rpc_port,
         )
-        self.membership = Membership(self.meta, me, lease_ms=config.lease_ms)
+        self.membership = Membership(
+            self.meta, me, lease_ms=config.lease_ms, clock_ms=clock.wall_ms
+        )
+        self.catalog = Catalog(
+            self.meta,
+            self._place,
+            default_partitions=config.default_partitions,
+            auto_create=config.auto_create_topics,
+            on_deleted=self._on_topic_deleted,
+        )
+        self.catalog.listeners.append(self._on_catalog_change)
         self.coordinator = GroupCoordinator(
             self.meta,
             GroupConfig(
@@ -77,8 +93,15 @@ class Node:
                 initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
             ),
             self.catalog.get,
+            clock,
+            consumer_settings=ConsumerGroupSettings(
+                heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+                session_timeout_ms=config.group_consumer_session_timeout_ms,
+            ),
+            topic_names=lambda: [t.name for t in self.catalog.topics()],
+            topic_by_id=self.catalog.by_id,
         )
-        self.controller = Controller(self.meta, self.membership)
+        self.controller = Controller(self.meta, self.membership, clock_ms=clock.wall_ms)
         # A node whose serving loop has not turned for five leases is stuck, not busy.
         self.leases = LeaseKeeper(
             lambda: open_metastore(config.meta_url),
@@ -86,11 +109,8 @@ class Node:
             self.controller,
             interval_s=config.heartbeat_s,
             stall_s=5 * config.lease_ms / 1000,
+            monotonic=clock.monotonic,
         )
-        self.view = ClusterView(self.membership.live_nodes, zone_routing=config.zone_routing)
-        self.zones = ZoneResolver.from_map(config.zone, dict(config.zone_cidrs))
-        # Every request asks; the answer depends only on (client id, address).
-        self.client_zone = functools.lru_cache(maxsize=4096)(self.zones.resolve)
         self._remotes: dict[int, RemoteLeader] = {}
         self._rpc_token = ""  # read from the metadata store at start
         self.leader = LeaderDirectory(
@@ -99,6 +119,7 @@ class Node:
             self.catalog.by_stream,
             self._remote,
             self.refresh_catalog,
+            clock=clock,
         )
         self.wal = WalWriter(
             self.store,
@@ -108,22 +129,53 @@ class Node:
             max_inflight_uploads=config.wal_max_inflight_uploads,
             on_uploaded=self.log_cache.put,
             seal_when_idle=config.wal_seal_when_idle,
+            clock=clock.monotonic,
         )
         self.usage = UsageWriter(
             self.store,
             self.accounting,
             cluster=config.cluster_id,
-            interval_s=config.usage_interval_s,
-            stored_bytes=self._stored_bytes,
+            stored_bytes=self.local_leader.stored_bytes,
+            clock=clock,
+        )
+        self.cluster = NodeCluster(
+            ClusterSettings(
+                node_id=config.node_id,
+                zone=config.zone,
+                cluster_name=config.cluster_id,
+                zone_routing=config.zone_routing,
+                zone_cidrs=config.zone_cidrs,
+                broker_configs=self._broker_configs,
+            ),
+            self.membership,
+        )
+        self.groups = RoutedGroups(
+            self.coordinator,
+            config.node_id,
+            self.cluster.group_owner,
+            self._remote_peer,
+            clock,
+            owner_wait_s=config.lease_ms / 1000 + 2.0,
+        )
+        self.services = Services(
+            cluster=self.cluster,
+            topics=self.catalog,
+            produce=ProduceService(self.catalog.get, self.wal, self.leader, self.meta),
+            fetch=ReadService(
+                self.catalog.get, self.catalog.lookup, self.leader, self.reader, self.meta, clock
+            ),
+            groups=self.groups,
+            accounting=self.accounting,
         )
         import zonegate.proxy.handlers  # noqa: F401  (handlers register themselves)
 
         self.server = KafkaServer(
-            self, REGISTRY, ListenerConfig(config.host, config.port, config.max_request_bytes)
+            self.services,
+            REGISTRY,
+            ListenerConfig(config.host, config.port, config.max_request_bytes),
         )
         self.http: HttpEndpoint | None = None
         self._rpc: grpc.aio.Server | None = None
-        self._tasks: list[asyncio.Task[None]] = []
         self.ready = False
 
     @property
@@ -134,7 +186,25 @@ class Node:
     def _place(self, count: int, current: list[int]) -> list[int]:
         return place(count, self.membership.live_nodes(), current)
 
+    def _broker_configs(self) -> dict[str, str]:
+        c = self.config
+        return {
+            "auto.create.topics.enable": str(c.auto_create_topics).lower(),
+            "num.partitions": str(c.default_partitions),
+            "socket.request.max.bytes": str(c.max_request_bytes),
+            "broker.id": str(c.node_id),
+            "node.id": str(c.node_id),
+            "broker.rack": c.zone,
+            "message.max.bytes": TOPIC_CONFIGS["max.message.bytes"].default,
+            "log.retention.ms": TOPIC_CONFIGS["retention.ms"].default,
+            "zonegate.wal.seal.bytes": str(c.wal_seal_bytes),
+            "zonegate.wal.seal.age.ms": str(c.seal_age_s * 1000),
+        }
+
     def _remote(self, node_id: int) -> Leader | None:
+        return self._remote_peer(node_id)
+
+    def _remote_peer(self, node_id: int) -> RemoteLeader | None:
         rec = self.membership.node(node_id)
         remote = self._remotes.get(node_id)
         if remote is not None and rec is not None:
@@ -167,38 +237,6 @@ class Node:
             self._remotes[node_id] = remote
         return remote
 
-    # -- group coordination ---------------------------------------------------
-    def group_owner(self, group_id: str) -> int:
-        """The node that coordinates `group_id`: rendezvous hashing over all live nodes."""
-        ids = [n.node_id for n in self.membership.live_nodes()] or [self.config.node_id]
-        return choose_node(group_id, -1, ids)
-
-    def _owns_group(self, group_id: str) -> bool:
-        return self.group_owner(group_id) == self.config.node_id
-
-    def coordinator_peer(self, node_id: int) -> RemoteLeader | None:
-        remote = self._remote(node_id)
-        return remote if isinstance(remote, RemoteLeader) else None
-
-    async def _serve_forwarded(
-        self, api_key: int, api_version: int, body: bytes, client_id: str, client_host: str
-    ) -> bytes:
-        from zonegate.proxy.forward import serve_forwarded
-
-        return await serve_forwarded(self, api_key, api_version, body, client_id, client_host)
-
-    def group_coordinator_for(self, group_id: str, zone: str) -> NodeRecord | None:
-        """What FindCoordinator tells a client of `zone`: a node of its own zone when routing
-        is on (it forwards to the owner), else the owner itself."""
-        nodes = self.view.brokers_for(zone) if self.view.zone_routing else []
-        if nodes:
-            chosen = choose_node(group_id, -1, [n.node_id for n in nodes])
-        else:
-            chosen = self.group_owner(group_id)
-        if chosen == self.config.node_id:
-            return self.membership.me
-        return self.membership.node(chosen)
-
     def _on_rpc_served(self, from_node: int, bytes_in: int, bytes_out: int) -> None:
         zone = self.membership.zone_of(from_node) if from_node >= 0 else ""
         self.accounting.add(
@@ -223,36 +261,41 @@ class Node:
                 stale.append(sid)
         self.local_leader.forget(stale)
 
-    def _stored_bytes(self) -> int:
-        return self.local_leader.stored_bytes()
+    def _on_topic_deleted(self, topic: TopicInfo) -> None:
+        self.local_leader.forget(p.stream_id for p in topic.partitions)
 
     async def refresh_catalog(self) -> None:
         await self.membership.renew()
         await self.catalog.refresh()
 
-    async def _refresh_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.config.heartbeat_s / 2)
-            try:
-                await self.catalog.refresh()
-            except Exception:
-                log.exception("catalog refresh failed")
-            self.coordinator.forget(self._owns_group)
+    async def _refresh(self) -> None:
+        await self.catalog.refresh()
+        self.coordinator.forget(lambda gid: self.cluster.group_owner(gid) == self.config.node_id)
+
+    def _is_ready(self) -> bool:
+        return self.ready and not self.supervisor.problems()
 
     # -- lifecycle ----------------------------------------------------------
     async def start(self) -> None:
+        sup = self.supervisor
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
-        await self.catalog.load()
+        await sup.start("metadata store", None, self.meta.close)
+        await sup.start("object store", None, self.store.close)
+        await sup.start("catalog", self.catalog.load)
         self._rpc_token = await self.meta.cluster_secret("rpc-token")
         self._rpc, rpc_port = await start_leader_server(
             self.local_leader,
             self.config.rpc_host or self.config.host,
             self.config.rpc_port,
             self._on_rpc_served,
-            self._serve_forwarded,
+            self.groups.serve,
             token=self._rpc_token,
         )
-        await self.server.start()
+        rpc = self._rpc
+        await sup.start("leader RPC", None, lambda: rpc.stop(grace=1.0))
+        await sup.start("RPC clients", None, self._close_remotes)
+        await sup.start("usage records", None, self.usage.flush)
+        await sup.start("Kafka listener", self.server.start)
         self.membership.me = NodeRecord(
             self.config.node_id,
             self.config.zone,
@@ -261,16 +304,20 @@ class Node:
             self.config.rpc_host or self.config.host,
             rpc_port,
         )
-        await self.membership.renew()
-        await self.leases.start()
-        await self.coordinator.start()
-        await self.usage.start()
+        await sup.start("membership", self.membership.renew, self.membership.stop)
+        await sup.start("leases", self.leases.start, self.leases.stop)
+        await sup.start("group coordinator", None, self.coordinator.shutdown)
+        sup.run("group timers", self.coordinator.run_timers)
+        sup.every("usage records", self.config.usage_interval_s, self.usage.flush)
+        sup.every("catalog refresh", self.config.heartbeat_s / 2, self._refresh)
         if self.config.http_port is not None:
             self.http = HttpEndpoint(
-                node_registry(self), lambda: self.ready, self.config.host, self.config.http_port
+                node_registry(self), self._is_ready, self.config.host, self.config.http_port
             )
-            await self.http.start()
-        self._tasks.append(asyncio.get_running_loop().create_task(self._refresh_loop()))
+            await sup.start("HTTP endpoint", self.http.start, self.http.stop)
+        # Stopped first: stop accepting and answer what was read while this node still
+        # leads its partitions and coordinates its groups.
+        await sup.start("draining the Kafka listener", None, self._drain)
         self.ready = True
         log.info(
             "node %d (zone %s) serving Kafka on %s:%d, leader RPC on port %d; objects %s; "
@@ -284,25 +331,17 @@ class Node:
             self.config.meta_url,
         )
 
-    async def stop(self) -> None:
-        self.ready = False
+    async def _drain(self) -> None:
+        """Stops accepting, answers what was read, and seals and uploads the open WAL."""
         await self.server.stop_accepting()
         await self.server.drain(self.config.drain_timeout_s)
         await self.wal.close(drain=True)
-        for t in self._tasks:
-            t.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
-        await self.coordinator.stop()
-        await self.leases.stop()
-        await self.membership.stop()
-        await self.usage.stop()
-        if self.http is not None:
-            await self.http.stop()
-        if self._rpc is not None:
-            await self._rpc.stop(grace=1.0)
+
+    async def _close_remotes(self) -> None:
         for remote in self._remotes.values():
             await remote.close()
-        await self.store.close()
-        await self.meta.close()
+
+    async def stop(self) -> None:
+        self.ready = False
+        await self.supervisor.stop()
         log.info("node %d stopped", self.config.node_id)

@@ -1,26 +1,24 @@
 """Writes the node's usage records (docs/usage-records.md) as Parquet into the object store.
 
-Every interval the accounting deltas, the object-store request deltas and the
-bytes the node's led partitions reference become one Parquet object under
-`usage/date=YYYY-MM-DD/node=N/`. Nothing else is needed to compute traffic and
-cost later.
+Every interval (`flush`, run by the node's supervisor) the accounting deltas,
+the object-store request deltas and the bytes the node's led partitions
+reference become one Parquet object under `usage/date=YYYY-MM-DD/node=N/`.
+Nothing else is needed to compute traffic and cost later.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import datetime
 import io
 import logging
 import secrets
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.storage.instrumented import InstrumentedObjectStore, ObjectStoreStats
 from zonegate.usage.accounting import Accounting
 from zonegate.usage.schema import ARROW_SCHEMA, SCHEMA_VERSION
@@ -38,36 +36,17 @@ class UsageWriter:
         accounting: Accounting,
         *,
         cluster: str,
-        interval_s: float,
         stored_bytes: Callable[[], int],
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
+        self._clock = clock
         self._store = store
         self._acc = accounting
         self._cluster = cluster
-        self._interval = interval_s
         self._stored_bytes = stored_bytes
-        self._start_ms = int(time.time() * 1000)
+        self._start_ms = clock.wall_ms()
         self._last_s3 = store.stats()
-        self._task: asyncio.Task[None] | None = None
         self.objects_written = 0
-
-    async def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._loop())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        await self.flush()
-
-    async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval)
-            try:
-                await self.flush()
-            except Exception:
-                log.exception("writing usage records failed; the interval is kept for the next")
 
     def _rows(self, end_ms: int) -> list[dict[str, Any]]:
         acc = self._acc
@@ -149,7 +128,7 @@ class UsageWriter:
         return rows
 
     async def flush(self) -> str | None:
-        end_ms = int(time.time() * 1000)
+        end_ms = self._clock.wall_ms()
         rows = self._rows(end_ms)
         start_ms, self._start_ms = self._start_ms, end_ms
         if not rows:

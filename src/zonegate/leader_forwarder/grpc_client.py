@@ -157,31 +157,15 @@ class RemoteLeader:
         r = await self._read(stream_id=stream_id, mode=pb.MAX_TIMESTAMP)
         return entry_from_pb(r.entries[0]) if r.entries else None
 
-    async def coordinate(
-        self,
-        api_key: int,
-        api_version: int,
-        body: bytes,
-        *,
-        client_id: str,
-        client_host: str,
-        timeout_s: float,
-    ) -> bytes:
-        """Passes a consumer-group request to the group's coordinator; its answer's body.
+    async def group_call(self, payload: bytes, *, timeout_s: float) -> bytes:
+        """Passes a group call to the group's coordinator; its answer's payload.
 
         One attempt: a JoinGroup may wait a whole rebalance. The caller
-        (proxy/forward.py) tries the next owner when this one is unreachable.
+        (services/groups.py) tries the next owner when this one is unreachable.
         """
-        request = pb.CoordinateRequest(
-            from_node=self._from_node,
-            api_key=api_key,
-            api_version=api_version,
-            body=body,
-            client_id=client_id,
-            client_host=client_host,
-        )
+        request = pb.GroupCallRequest(from_node=self._from_node, payload=payload)
         try:
-            response = await self._stub.Coordinate(
+            response = await self._stub.GroupCall(
                 request, timeout=timeout_s, metadata=self._metadata
             )
         except grpc.aio.AioRpcError as exc:
@@ -190,7 +174,7 @@ class RemoteLeader:
                 unreachable=exc.code() == grpc.StatusCode.UNAVAILABLE,
             ) from exc
         self._count(request, response)
-        return bytes(response.body)
+        return bytes(response.payload)
 
     async def changed(self, stream_id: int) -> asyncio.Future[None]:
         """Completes at the next high-watermark event the leader streams for the partition."""

@@ -1,4 +1,4 @@
-"""The leader's gRPC service: Append, ReadIndex, Watch and Coordinate over the local leader.
+"""The leader's gRPC service: Append, ReadIndex and Watch over the local leader; GroupCall.
 
 Only the cluster's own nodes may call it: every call carries the cluster's RPC
 token (a secret in the metadata store, so only what can read the store has
@@ -41,8 +41,9 @@ def entry_to_pb(e: IndexEntry) -> Any:
     )
 
 
-# coordinate(api_key, api_version, body, client_id, client_host) -> the response body.
-Coordinate = Callable[[int, int, bytes, str, str], Awaitable[bytes]]
+# group_call(payload) -> the answer's payload: the node's group service serving a call
+# another node passed on (services/groups.py); raises ValueError for a bad payload.
+GroupCallHandler = Callable[[bytes], Awaitable[bytes]]
 
 
 class LeaderServicer(pb_grpc.LeaderServicer):
@@ -50,14 +51,14 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         self,
         leader: LeaderService,
         on_bytes: Any = None,
-        coordinate: Coordinate | None = None,
+        group_call: GroupCallHandler | None = None,
         token: str = "",
     ) -> None:
         self._leader = leader
         self._token = token.encode()
         self._refused_unauthenticated = 0
         self._last_unauthenticated_log = -1e9
-        self._coordinate = coordinate
+        self._group_call = group_call
         # on_bytes(kind_of_call, peer_node, bytes_in, bytes_out) feeds usage accounting.
         self._on_bytes = on_bytes
 
@@ -158,23 +159,17 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         self._count(request, response, request.from_node)
         return response
 
-    async def Coordinate(self, request: Any, context: Any) -> Any:  # noqa: N802
+    async def GroupCall(self, request: Any, context: Any) -> Any:  # noqa: N802
         await self._admit(request, context)
-        if self._coordinate is None:
+        if self._group_call is None:
             await context.abort(grpc.StatusCode.UNIMPLEMENTED, "no group coordinator here")
-        assert self._coordinate is not None
+        assert self._group_call is not None
         try:
-            body = await self._coordinate(
-                request.api_key,
-                request.api_version,
-                bytes(request.body),
-                request.client_id,
-                request.client_host,
-            )
-        except Exception as exc:
-            log.warning("forwarded group request (api_key=%d) failed: %s", request.api_key, exc)
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
-        response = pb.CoordinateResponse(body=body)
+            payload = await self._group_call(bytes(request.payload))
+        except ValueError as exc:  # a call no node would make (group_wire.BadPayload)
+            await _refuse(context, request, str(exc))
+            raise AssertionError("unreachable") from None
+        response = pb.GroupCallResponse(payload=payload)
         self._count(request, response, request.from_node)
         return response
 
@@ -251,10 +246,10 @@ def _add_servicer(servicer: LeaderServicer, server: grpc.aio.Server) -> None:
         ),
         ("Watch", grpc.unary_stream_rpc_method_handler, pb.WatchRequest, pb.WatchEvent),
         (
-            "Coordinate",
+            "GroupCall",
             grpc.unary_unary_rpc_method_handler,
-            pb.CoordinateRequest,
-            pb.CoordinateResponse,
+            pb.GroupCallRequest,
+            pb.GroupCallResponse,
         ),
     ]
     handlers = {
@@ -290,13 +285,13 @@ async def start_leader_server(
     host: str,
     port: int,
     on_bytes: Any = None,
-    coordinate: Coordinate | None = None,
+    group_call: GroupCallHandler | None = None,
     token: str = "",
 ) -> tuple[grpc.aio.Server, int]:
     server = grpc.aio.server(
         options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)],
     )
-    _add_servicer(LeaderServicer(leader, on_bytes, coordinate, token), server)
+    _add_servicer(LeaderServicer(leader, on_bytes, group_call, token), server)
     bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
     return server, bound

@@ -25,21 +25,21 @@ def _topics(api_key: int, body: Any) -> list[str]:
 
 
 def account_request(ctx: RequestContext, body: Any, response_bytes: int) -> None:
-    node = ctx.node
-    client_zone = node.client_zone(ctx.client_id, ctx.client.host)
+    services = ctx.services
+    client_zone = ctx.client_zone
     client_id = ctx.client_id or ""
     kind = _KIND.get(ctx.api_key, OTHER)
     topics = _topics(ctx.api_key, body) or [""]
     n = len(topics)
     for i, topic in enumerate(topics):
         leader_zone = ""
-        t = node.catalog.get(topic) if topic else None
+        t = services.topics.get(topic) if topic else None
         if t is not None and t.partitions:
-            leader_zone = node.membership.zone_of(t.partitions[0].leader_node)
+            leader_zone = services.cluster.zone_of(t.partitions[0].leader_node)
         # Integer split that still sums to the exact totals.
         bytes_in = ctx.request_bytes // n + (1 if i < ctx.request_bytes % n else 0)
         bytes_out = response_bytes // n + (1 if i < response_bytes % n else 0)
-        node.accounting.add(
+        services.accounting.add(
             kind,
             client_zone=client_zone,
             peer_zone=client_zone,

@@ -1,4 +1,8 @@
-"""What a handler knows about the request it serves: the node, the client, the header."""
+"""What a handler knows about the request it serves: who asks, from where, and the services.
+
+Never the node: handlers reach the rest of zonegate only through the narrow
+services of `services.api` (issue 13, docs/architecture.md).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from zonegate.broker.node import Node
+    from zonegate.services.api import Services
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,15 +19,19 @@ class ClientInfo:
     port: int
     connection_id: int
 
+    def describe(self) -> str:
+        return f"connection {self.connection_id} from {self.host}:{self.port}"
+
 
 @dataclass(frozen=True, slots=True)
 class RequestContext:
-    node: Node
+    services: Services
+    principal: str  # "User:ANONYMOUS" until SASL exists
+    listener: str  # the listener's name, as Kafka's listener names ("PLAINTEXT")
     client: ClientInfo
+    client_zone: str  # resolved by the router: client.id tag, CIDR map, or this node's zone
     api_key: int
     api_version: int
     correlation_id: int
     client_id: str | None
     request_bytes: int
-    # True when another node passed this request on (a group call for a group we own).
-    forwarded: bool = False

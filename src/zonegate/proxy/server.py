@@ -29,11 +29,12 @@ from zonegate.proxy.context import ClientInfo, RequestContext
 from zonegate.proxy.errors import PeerProtocolError
 from zonegate.proxy.faults import FaultInjector, FrameCapture
 from zonegate.proxy.registry import HandlerRegistry
+from zonegate.services.api import ANONYMOUS
 
 if TYPE_CHECKING:
     from kio.static.protocol import ResponsePayload
 
-    from zonegate.broker.node import Node
+    from zonegate.services.api import Services
 
 log = logging.getLogger(__name__)
 _connection_ids = itertools.count(1)
@@ -45,13 +46,18 @@ class ListenerConfig:
     port: int
     max_request_bytes: int = 104_857_600  # socket.request.max.bytes
     max_inflight_per_connection: int = 64
+    name: str = "PLAINTEXT"  # the listener's name, as Kafka names listeners
 
 
 class KafkaConnection(asyncio.Protocol):
     def __init__(
-        self, node: Node, registry: HandlerRegistry, config: ListenerConfig, server: KafkaServer
+        self,
+        services: Services,
+        registry: HandlerRegistry,
+        config: ListenerConfig,
+        server: KafkaServer,
     ) -> None:
-        self._node = node
+        self._services = services
         self._registry = registry
         self._config = config
         self._server = server
@@ -130,8 +136,11 @@ class KafkaConnection(asyncio.Protocol):
             return
         request = decode_request(frame, header, body_offset)
         ctx = RequestContext(
-            node=self._node,
+            services=self._services,
+            principal=ANONYMOUS,
+            listener=self._config.name,
             client=self.client,
+            client_zone=self._services.cluster.client_zone(header.client_id, self.client.host),
             api_key=header.api_key,
             api_version=header.api_version,
             correlation_id=header.correlation_id,
@@ -255,8 +264,10 @@ class KafkaConnection(asyncio.Protocol):
 
 
 class KafkaServer:
-    def __init__(self, node: Node, registry: HandlerRegistry, config: ListenerConfig) -> None:
-        self._node = node
+    def __init__(
+        self, services: Services, registry: HandlerRegistry, config: ListenerConfig
+    ) -> None:
+        self._services = services
         self._registry = registry
         self._config = config
         self._server: asyncio.Server | None = None
@@ -281,7 +292,7 @@ class KafkaServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: KafkaConnection(self._node, self._registry, self._config, self),
+            lambda: KafkaConnection(self._services, self._registry, self._config, self),
             self._config.host,
             self._config.port,
             reuse_address=True,

@@ -14,7 +14,7 @@ import re
 import uuid
 from collections.abc import Callable
 
-from zonegate.metastore.api import MetaStore
+from zonegate.metastore.api import ClusterStore
 from zonegate.metastore.models import (
     PartitionCountChanged,
     PartitionInfo,
@@ -50,15 +50,36 @@ Placer = Callable[[int, list[int]], list[int]]
 
 
 class Catalog:
-    def __init__(self, meta: MetaStore, placer: Placer) -> None:
+    """The node's topics; the `Topics` service the handlers call (services/api.py)."""
+
+    def __init__(
+        self,
+        meta: ClusterStore,
+        placer: Placer,
+        *,
+        default_partitions: int = 1,
+        auto_create: bool = True,
+        on_deleted: Callable[[TopicInfo], None] | None = None,
+    ) -> None:
         self._meta = meta
         self._place = placer
+        self._default_partitions = default_partitions
+        self._auto_create = auto_create
+        self._on_deleted = on_deleted
         self._by_name: dict[str, TopicInfo] = {}
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
         self._by_stream: dict[int, PartitionInfo] = {}
         self._lock = asyncio.Lock()
         self._version = -1
         self.listeners: list[Callable[[dict[int, PartitionInfo]], None]] = []
+
+    @property
+    def default_partitions(self) -> int:
+        return self._default_partitions
+
+    @property
+    def auto_create(self) -> bool:
+        return self._auto_create
 
     async def load(self) -> None:
         await self.refresh(force=True)
@@ -95,6 +116,12 @@ class Catalog:
 
     def by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         return self._by_id.get(topic_id)
+
+    async def by_id_fresh(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        t = self._by_id.get(topic_id)
+        if t is None and await self.refresh():
+            t = self._by_id.get(topic_id)
+        return t
 
     def partition(self, name: str, index: int) -> PartitionInfo | None:
         t = self._by_name.get(name)
@@ -150,6 +177,8 @@ class Catalog:
                 self._by_id.pop(t.topic_id, None)
                 for p in t.partitions:
                     self._by_stream.pop(p.stream_id, None)
+                if self._on_deleted is not None:
+                    self._on_deleted(t)  # the leader drops what it kept of them
             return t
 
     async def add_partitions(

@@ -3,5 +3,5 @@
 #   src/zonegate/leader_forwarder/proto/generate.sh
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-python3 -m grpc_tools.protoc -I . --python_out=. --pyi_out=. --grpc_python_out=. \
+"${PYTHON:-python3}" -m grpc_tools.protoc -I . --python_out=. --pyi_out=. --grpc_python_out=. \
     zonegate/leader_forwarder/proto/leader.proto

@@ -130,24 +130,16 @@ class WatchEvent(_message.Message):
     high_watermark: int
     def __init__(self, stream_id: _Optional[int] = ..., high_watermark: _Optional[int] = ...) -> None: ...
 
-class CoordinateRequest(_message.Message):
-    __slots__ = ("from_node", "api_key", "api_version", "body", "client_id", "client_host")
+class GroupCallRequest(_message.Message):
+    __slots__ = ("from_node", "payload")
     FROM_NODE_FIELD_NUMBER: _ClassVar[int]
-    API_KEY_FIELD_NUMBER: _ClassVar[int]
-    API_VERSION_FIELD_NUMBER: _ClassVar[int]
-    BODY_FIELD_NUMBER: _ClassVar[int]
-    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
-    CLIENT_HOST_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     from_node: int
-    api_key: int
-    api_version: int
-    body: bytes
-    client_id: str
-    client_host: str
-    def __init__(self, from_node: _Optional[int] = ..., api_key: _Optional[int] = ..., api_version: _Optional[int] = ..., body: _Optional[bytes] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ...) -> None: ...
+    payload: bytes
+    def __init__(self, from_node: _Optional[int] = ..., payload: _Optional[bytes] = ...) -> None: ...
 
-class CoordinateResponse(_message.Message):
-    __slots__ = ("body",)
-    BODY_FIELD_NUMBER: _ClassVar[int]
-    body: bytes
-    def __init__(self, body: _Optional[bytes] = ...) -> None: ...
+class GroupCallResponse(_message.Message):
+    __slots__ = ("payload",)
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    payload: bytes
+    def __init__(self, payload: _Optional[bytes] = ...) -> None: ...

@@ -49,10 +49,10 @@ class LeaderStub:
                 request_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.WatchRequest.SerializeToString,
                 response_deserializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.WatchEvent.FromString,
                 _registered_method=True)
-        self.Coordinate = channel.unary_unary(
-                '/zonegate.leader.v1.Leader/Coordinate',
-                request_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.CoordinateRequest.SerializeToString,
-                response_deserializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.CoordinateResponse.FromString,
+        self.GroupCall = channel.unary_unary(
+                '/zonegate.leader.v1.Leader/GroupCall',
+                request_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.GroupCallRequest.SerializeToString,
+                response_deserializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.GroupCallResponse.FromString,
                 _registered_method=True)
 
 
@@ -80,10 +80,11 @@ class LeaderServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def Coordinate(self, request, context):
-        """A consumer-group request for a group this node coordinates, passed on by the node
-        the client reached (FindCoordinator names a node of the client's own zone). Kafka
-        request and response bodies as they are; group metadata only, never record data.
+    def GroupCall(self, request, context):
+        """A consumer-group call for a group this node coordinates, passed on by the node the
+        client reached (FindCoordinator names a node of the client's own zone): the group
+        service's method and arguments, and its answer (JSON, services/group_wire.py).
+        Group metadata only, never record data.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -107,10 +108,10 @@ def add_LeaderServicer_to_server(servicer, server):
                     request_deserializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.WatchRequest.FromString,
                     response_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.WatchEvent.SerializeToString,
             ),
-            'Coordinate': grpc.unary_unary_rpc_method_handler(
-                    servicer.Coordinate,
-                    request_deserializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.CoordinateRequest.FromString,
-                    response_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.CoordinateResponse.SerializeToString,
+            'GroupCall': grpc.unary_unary_rpc_method_handler(
+                    servicer.GroupCall,
+                    request_deserializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.GroupCallRequest.FromString,
+                    response_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.GroupCallResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -205,7 +206,7 @@ class Leader:
             _registered_method=True)
 
     @staticmethod
-    def Coordinate(request,
+    def GroupCall(request,
             target,
             options=(),
             channel_credentials=None,
@@ -218,9 +219,9 @@ class Leader:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/zonegate.leader.v1.Leader/Coordinate',
-            zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.CoordinateRequest.SerializeToString,
-            zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.CoordinateResponse.FromString,
+            '/zonegate.leader.v1.Leader/GroupCall',
+            zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.GroupCallRequest.SerializeToString,
+            zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.GroupCallResponse.FromString,
             options,
             channel_credentials,
             insecure,

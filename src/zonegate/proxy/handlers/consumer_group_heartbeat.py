@@ -15,23 +15,18 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from zonegate.coordinator.consumer_group import ConsumerGroupSettings, HeartbeatRequest
-from zonegate.coordinator.consumer_service import consumer_heartbeat
 from zonegate.proxy.context import RequestContext
-from zonegate.proxy.forward import on_owner
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.handlers.groups_common import ms
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.services.api import HeartbeatRequest
 
 API_KEY = 68
 
 
 @REGISTRY.register(API_KEY, 0, 1)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    if request.group_id and (forwarded := await on_owner(ctx, request.group_id, request)):
-        return forwarded
-    node = ctx.node
     owned = request.topic_partitions
     req = HeartbeatRequest(
         member_id=request.member_id,
@@ -55,17 +50,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         client_host=f"/{ctx.client.host}",
         api_version=ctx.api_version,
     )
-    settings = ConsumerGroupSettings(
-        heartbeat_interval_ms=node.config.group_consumer_heartbeat_interval_ms,
-        session_timeout_ms=node.config.group_consumer_session_timeout_ms,
-    )
-    result = await consumer_heartbeat(
-        node.coordinator,
-        request.group_id,
-        req,
-        settings,
-        lambda: [t.name for t in node.catalog.topics()],
-    )
+    result = await ctx.services.groups.consumer_heartbeat(request.group_id, req)
     assignment = None
     if result.assignment is not None:
         tp_cls = cls(ctx, "TopicPartitions")

@@ -16,12 +16,13 @@ API_KEY = 37
 
 @REGISTRY.register(API_KEY, 0, 3)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    node = ctx.node
     results = []
     for t in request.topics:
         code, message = ErrorCode.none, None
         try:
-            await node.catalog.add_partitions(t.name, t.count, validate_only=request.validate_only)
+            await ctx.services.topics.add_partitions(
+                t.name, t.count, validate_only=request.validate_only
+            )
         except LookupError as exc:
             code, message = ErrorCode.unknown_topic_or_partition, str(exc)
         except ValueError as exc:

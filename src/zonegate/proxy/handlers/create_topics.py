@@ -14,13 +14,17 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.metastore.models import TopicExists
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.catalog import InvalidTopic, check_topic_name
-from zonegate.services.topic_configs import InvalidConfig, validate_topic_configs
+from zonegate.services.api import (
+    InvalidConfig,
+    InvalidTopic,
+    TopicExists,
+    check_topic_name,
+    validate_topic_configs,
+)
 
 API_KEY = 19
 _ZERO = uuid.UUID(int=0)
@@ -28,7 +32,7 @@ _ZERO = uuid.UUID(int=0)
 
 @REGISTRY.register(API_KEY, 0, 7)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    node = ctx.node
+    topics = ctx.services.topics
     result_cls = cls(ctx, "CreatableTopicResult")
     results = []
     seen: set[str] = set()
@@ -38,7 +42,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         if t.assignments:
             partitions = len(t.assignments)
         if partitions == -1:
-            partitions = node.config.default_partitions
+            partitions = topics.default_partitions
         configs = {c.name: c.value for c in t.configs}
         try:
             if t.name in seen:
@@ -53,10 +57,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             if partitions < 1:
                 raise _Fail(ErrorCode.invalid_partitions, f"{partitions} partitions is not >= 1")
             validate_topic_configs(configs)
-            if node.catalog.get(t.name) is not None:
+            if topics.get(t.name) is not None:
                 raise _Fail(ErrorCode.topic_already_exists, f"topic {t.name!r} already exists")
             if not getattr(request, "validate_only", False):
-                info = await node.catalog.create(t.name, partitions, configs)
+                info = await topics.create(t.name, partitions, configs)
         except _Fail as exc:
             code, message = exc.code, exc.message
         except InvalidTopic as exc:

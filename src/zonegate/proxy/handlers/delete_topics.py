@@ -22,7 +22,7 @@ _ZERO = uuid.UUID(int=0)
 
 @REGISTRY.register(API_KEY, 0, 6)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    node = ctx.node
+    topics = ctx.services.topics
     result_cls = cls(ctx, "DeletableTopicResult")
     if ctx.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in request.topics]
@@ -31,14 +31,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     results = []
     for name, topic_id in wanted:
         if name is None and topic_id is not None:
-            t = node.catalog.by_id(topic_id)
+            t = topics.by_id(topic_id)
             name = t.name if t is not None else None
             missing = ErrorCode.unknown_topic_id
         else:
             missing = ErrorCode.unknown_topic_or_partition
-        deleted = await node.catalog.delete(name) if name is not None else None
-        if deleted is not None:
-            node.local_leader.forget(p.stream_id for p in deleted.partitions)
+        deleted = await topics.delete(name) if name is not None else None
         results.append(
             make(
                 result_cls,

@@ -18,7 +18,6 @@ API_KEY = 60
 
 @REGISTRY.register(API_KEY, 0, 1)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    node = ctx.node
     brokers, controller = brokers_and_controller(ctx, cls(ctx, "DescribeClusterBroker"))
     return make(
         cls(ctx, "DescribeClusterResponse"),
@@ -26,7 +25,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         error_code=ErrorCode.none,
         error_message=None,
         endpoint_type=1,
-        cluster_id=node.config.cluster_uuid(),
+        cluster_id=ctx.services.cluster.cluster_id,
         controller_id=controller,
         brokers=brokers,
         cluster_authorized_operations=-2147483648,

@@ -16,32 +16,16 @@ from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.topic_configs import TOPIC_CONFIGS
+from zonegate.services.api import TOPIC_CONFIGS
 
 API_KEY = 32
 TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 
 
-def _broker_configs(ctx: RequestContext) -> dict[str, str]:
-    c = ctx.node.config
-    return {
-        "auto.create.topics.enable": str(c.auto_create_topics).lower(),
-        "num.partitions": str(c.default_partitions),
-        "socket.request.max.bytes": str(c.max_request_bytes),
-        "broker.id": str(c.node_id),
-        "node.id": str(c.node_id),
-        "broker.rack": c.zone,
-        "message.max.bytes": TOPIC_CONFIGS["max.message.bytes"].default,
-        "log.retention.ms": TOPIC_CONFIGS["retention.ms"].default,
-        "zonegate.wal.seal.bytes": str(c.wal_seal_bytes),
-        "zonegate.wal.seal.age.ms": str(c.seal_age_s * 1000),
-    }
-
-
 @REGISTRY.register(API_KEY, 0, 4)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    node = ctx.node
+    cluster = ctx.services.cluster
     entry_cls = cls(ctx, "DescribeConfigsResourceResult")
     # v0 has no synonyms (nor the class for them); v1+ give one only when asked.
     synonym_cls = cls(ctx, "DescribeConfigsSynonym") if ctx.api_version >= 1 else None
@@ -50,7 +34,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         code, message = ErrorCode.none, None
         values: dict[str, tuple[str, int]] = {}
         if res.resource_type == TOPIC:
-            topic = await node.catalog.lookup(res.resource_name)
+            topic = await ctx.services.topics.lookup(res.resource_name)
             if topic is None:
                 code = ErrorCode.unknown_topic_or_partition
                 message = f"topic {res.resource_name!r} does not exist"
@@ -61,11 +45,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     else:
                         values[name] = (spec.default, DEFAULT_CONFIG)
         elif res.resource_type == BROKER:
-            if res.resource_name not in ("", str(node.config.node_id)):
+            if res.resource_name not in ("", str(cluster.node_id)):
                 code = ErrorCode.invalid_request
-                message = f"broker {res.resource_name!r} is not this node ({node.config.node_id})"
+                message = f"broker {res.resource_name!r} is not this node ({cluster.node_id})"
             else:
-                values = {k: (v, STATIC_BROKER_CONFIG) for k, v in _broker_configs(ctx).items()}
+                values = {
+                    k: (v, STATIC_BROKER_CONFIG) for k, v in cluster.broker_configs().items()
+                }
         else:
             code = ErrorCode.invalid_request
             message = f"resource type {res.resource_type} is not supported"

@@ -1,7 +1,7 @@
 """FindCoordinator (key 10), v0-6: which node coordinates a consumer group.
 
 v0-3 ask for one key, v4+ for several. The answer comes from
-`node.group_coordinator_for(group id, client zone)`: with zones, a node of the
+`coordinator_for(group id, client zone)` (services/cluster.py): with zones, a node of the
 client's own zone (which forwards group calls to the group's real coordinator),
 so group traffic from clients never crosses zones either. Transaction
 coordinators are not served (no transactions): COORDINATOR_NOT_AVAILABLE.
@@ -34,7 +34,7 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
         }
     if not key:
         return {**none, "error_code": ErrorCode.invalid_request, "error_message": "empty group id"}
-    node = ctx.node.group_coordinator_for(key, ctx.node.client_zone(ctx.client_id, ctx.client.host))
+    node = ctx.services.cluster.coordinator_for(key, ctx.client_zone)
     if node is None:
         return {
             **none,

@@ -7,7 +7,6 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from zonegate.proxy.context import RequestContext
-from zonegate.proxy.forward import on_owner
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.handlers.groups_common import group_id_error
 from zonegate.proxy.registry import REGISTRY
@@ -18,11 +17,9 @@ API_KEY = 12
 
 @REGISTRY.register(API_KEY, 0, 4)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    if request.group_id and (forwarded := await on_owner(ctx, request.group_id, request)):
-        return forwarded
     error = group_id_error(request.group_id)
     if error is ErrorCode.none:
-        error = await ctx.node.coordinator.heartbeat(
+        error = await ctx.services.groups.heartbeat(
             request.group_id,
             request.member_id,
             getattr(request, "group_instance_id", None),

@@ -37,7 +37,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if pid >= 0 and 0 <= epoch < _MAX_EPOCH - 1:
         new_pid, new_epoch = pid, epoch + 1
     else:
-        new_pid, new_epoch = await ctx.node.meta.allocate_producer_id(), 0
+        new_pid, new_epoch = await ctx.services.produce.allocate_producer_id(), 0
     return make(
         answer,
         throttle_time=NO_THROTTLE,

@@ -11,24 +11,18 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.coordinator.classic import JoinRequest, JoinResult
 from zonegate.proxy.context import RequestContext
-from zonegate.proxy.forward import on_owner
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.handlers.groups_common import group_id_error, ms
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.services.api import JoinRequest, JoinResult
 
 API_KEY = 11
 
 
 @REGISTRY.register(API_KEY, 0, 9)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    if request.group_id:
-        wait_s = ms(getattr(request, "rebalance_timeout", request.session_timeout)) / 1000 + 30
-        forwarded = await on_owner(ctx, request.group_id, request, wait_s)
-        if forwarded is not None:
-            return forwarded
     error = group_id_error(request.group_id)
     if error is not ErrorCode.none:
         result = JoinResult(error, request.member_id)
@@ -45,7 +39,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             protocols=[(p.name, p.metadata) for p in request.protocols],
             require_known_member_id=ctx.api_version >= 4,
         )
-        result = await ctx.node.coordinator.join(request.group_id, join)
+        result = await ctx.services.groups.join(request.group_id, join)
     member = cls(ctx, "JoinGroupResponseMember")
     legacy = ctx.api_version < 7  # protocol name not nullable before v7
     return make(

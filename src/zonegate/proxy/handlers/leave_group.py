@@ -7,7 +7,6 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from zonegate.proxy.context import RequestContext
-from zonegate.proxy.forward import on_owner
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.handlers.groups_common import group_id_error
 from zonegate.proxy.registry import REGISTRY
@@ -18,8 +17,6 @@ API_KEY = 13
 
 @REGISTRY.register(API_KEY, 0, 5)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    if request.group_id and (forwarded := await on_owner(ctx, request.group_id, request)):
-        return forwarded
     if ctx.api_version >= 3:
         members = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
@@ -29,7 +26,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         error = ErrorCode.invalid_request
     errors = [error] * len(members)
     if error is ErrorCode.none:
-        error, errors = await ctx.node.coordinator.leave(request.group_id, members)
+        error, errors = await ctx.services.groups.leave(request.group_id, members)
     if ctx.api_version < 3 and error is ErrorCode.none:
         error = errors[0]
     item = cls(ctx, "MemberResponse") if ctx.api_version >= 3 else None

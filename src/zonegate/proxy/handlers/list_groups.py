@@ -26,14 +26,15 @@ API_KEY = 16
 async def handle(ctx: RequestContext, request: Any) -> Any:
     states = {s.strip().lower() for s in getattr(request, "states_filter", ())}
     types = {t.lower() for t in getattr(request, "types_filter", ())}
-    zone = ctx.node.client_zone(ctx.client_id, ctx.client.host)
-    me = ctx.node.config.node_id
+    cluster = ctx.services.cluster
+    zone = ctx.client_zone
+    me = cluster.node_id
     item = cls(ctx, "ListedGroup")
     groups = []
-    for g in await ctx.node.coordinator.list_groups():
+    for g in await ctx.services.groups.list_groups():
         # Each group is listed by the node FindCoordinator names for it, as Kafka lists
         # each group on its coordinator only (admin clients ask every broker).
-        found = ctx.node.group_coordinator_for(g.group_id, zone)
+        found = cluster.coordinator_for(g.group_id, zone)
         if found is not None and found.node_id != me:
             continue
         if states and g.state.lower() not in states:

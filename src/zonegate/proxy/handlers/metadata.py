@@ -16,36 +16,23 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.metastore.models import TopicInfo
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.errors import PeerProtocolError
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.catalog import InvalidTopic, check_topic_name
+from zonegate.services.api import InvalidTopic, TopicInfo, check_topic_name
 
 API_KEY = 3
 ZERO_UUID = uuid.UUID(int=0)
-
-
-def client_zone(ctx: RequestContext) -> str:
-    return ctx.node.client_zone(ctx.client_id, ctx.client.host)
 
 
 def brokers_and_controller(
     ctx: RequestContext, broker_cls: type[Any]
 ) -> tuple[tuple[Any, ...], int]:
     """The nodes the client is told of, as `broker_cls` entries, and the controller id to
-    name: this node if it is among them, else the first of them, -1 if none.
-
-    Admin clients send CreateTopics, DeleteTopics and CreatePartitions to the broker named
-    as controller, and wait while none is (-1). Every zonegate node serves them (the
-    metadata store is shared, as Kafka's brokers forward them since KIP-590), so naming a
-    node of the client's zone keeps admin traffic in the zone, and an admin client of any
-    zone works whichever node holds the controller lease (that lease only decides who
-    moves partitions off dead nodes).
-    """
-    nodes = ctx.node.view.brokers_for(client_zone(ctx))
+    name (services/cluster.py says why it is a node of the client's zone)."""
+    cluster = ctx.services.cluster
     brokers = tuple(
         make(
             broker_cls,
@@ -55,20 +42,19 @@ def brokers_and_controller(
             port=n.kafka_port,
             rack=n.zone,
         )
-        for n in nodes
+        for n in cluster.brokers_for(ctx.client_zone)
     )
-    me = ctx.node.config.node_id
-    ids = [n.node_id for n in nodes]
-    return brokers, (me if me in ids else ids[0] if ids else -1)
+    return brokers, cluster.controller_for(ctx.client_zone)
 
 
 @REGISTRY.register(API_KEY, 0, 12)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    node = ctx.node
+    topics = ctx.services.topics
+    cluster = ctx.services.cluster
     topic_cls = cls(ctx, "MetadataResponseTopic")
     part_cls = cls(ctx, "MetadataResponsePartition")
 
-    zone = client_zone(ctx)
+    zone = ctx.client_zone
 
     def topic_answer(t: TopicInfo) -> Any:
         return make(
@@ -89,7 +75,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     offline_replicas=(),
                 )
                 for p in t.partitions
-                for leader in (node.view.leader_for(p, zone),)
+                for leader in (cluster.leader_for(p, zone),)
             ),
         )
 
@@ -105,9 +91,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
     answers: list[Any] = []
     if request.topics is None or (ctx.api_version == 0 and not request.topics):
-        answers = [topic_answer(t) for t in node.catalog.topics()]
+        answers = [topic_answer(t) for t in topics.topics()]
     else:
-        allow_create = node.config.auto_create_topics and getattr(
+        allow_create = topics.auto_create and getattr(
             request, "allow_auto_topic_creation", True
         )
         for wanted in request.topics:
@@ -118,9 +104,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     f"Metadata v{ctx.api_version} asks for a topic with a null name"
                 )
             if name is None:
-                by_id = node.catalog.by_id(wanted.topic_id)
-                if by_id is None and await node.catalog.refresh():
-                    by_id = node.catalog.by_id(wanted.topic_id)
+                by_id = await topics.by_id_fresh(wanted.topic_id)
                 answers.append(
                     topic_answer(by_id)
                     if by_id is not None
@@ -132,9 +116,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             except InvalidTopic:
                 answers.append(topic_error(name, ErrorCode.invalid_topic_exception))
                 continue
-            t = await node.catalog.lookup(name)
+            t = await topics.lookup(name)
             if t is None and allow_create:
-                t = await node.catalog.get_or_create(name, node.config.default_partitions)
+                t = await topics.get_or_create(name, topics.default_partitions)
             answers.append(
                 topic_answer(t)
                 if t is not None
@@ -145,7 +129,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         cls(ctx, "MetadataResponse"),
         throttle_time=NO_THROTTLE,
         brokers=brokers,
-        cluster_id=node.config.cluster_uuid(),
+        cluster_id=cluster.cluster_id,
         controller_id=controller,
         topics=tuple(answers),
         cluster_authorized_operations=-2147483648,

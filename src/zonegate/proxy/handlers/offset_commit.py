@@ -19,21 +19,18 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.coordinator.service import OffsetToCommit
 from zonegate.proxy.context import RequestContext
-from zonegate.proxy.forward import on_owner
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.handlers.groups_common import group_id_error, topic_partition_errors
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.services.api import OffsetToCommit
 
 API_KEY = 8
 
 
 @REGISTRY.register(API_KEY, 0, 9)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    if request.group_id and (forwarded := await on_owner(ctx, request.group_id, request)):
-        return forwarded
     offsets = [
         OffsetToCommit(
             t.name,
@@ -51,7 +48,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if error is not ErrorCode.none:
         errors = [error] * len(offsets)
     else:
-        errors = await ctx.node.coordinator.commit_offsets(
+        errors = await ctx.services.groups.commit_offsets(
             request.group_id,
             getattr(request, "generation_id_or_member_epoch", -1),
             getattr(request, "member_id", ""),

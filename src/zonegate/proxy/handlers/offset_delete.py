@@ -8,7 +8,6 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from zonegate.proxy.context import RequestContext
-from zonegate.proxy.forward import on_owner
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.handlers.groups_common import topic_partition_errors
 from zonegate.proxy.registry import REGISTRY
@@ -19,14 +18,12 @@ API_KEY = 47
 
 @REGISTRY.register(API_KEY, 0, 0)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    if request.group_id and (forwarded := await on_owner(ctx, request.group_id, request)):
-        return forwarded
     wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     errors: list[ErrorCode] = []
     if not request.group_id:
         error = ErrorCode.invalid_group_id
     else:
-        error, errors = await ctx.node.coordinator.delete_offsets(request.group_id, wanted)
+        error, errors = await ctx.services.groups.delete_offsets(request.group_id, wanted)
     topics = (
         topic_partition_errors(ctx, request.topics, errors, "OffsetDeleteResponse")
         if error is ErrorCode.none

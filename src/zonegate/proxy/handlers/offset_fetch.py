@@ -9,17 +9,15 @@ zonegate has one offset store, so what OffsetCommit v0 wrote, v0 reads back.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.metastore.models import CommittedOffset
 from zonegate.proxy.context import RequestContext
-from zonegate.proxy.forward import on_owner
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.services.api import CommittedOffset
 
 API_KEY = 9
 
@@ -30,7 +28,7 @@ async def _fetch(
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
     if not group_id:
         return ErrorCode.invalid_group_id, []
-    return await ctx.node.coordinator.fetch_offsets(group_id, wanted, member_id, member_epoch)
+    return await ctx.services.groups.fetch_offsets(group_id, wanted, member_id, member_epoch)
 
 
 def _topics(
@@ -64,8 +62,6 @@ def _topics(
 async def handle(ctx: RequestContext, request: Any) -> Any:
     answer = cls(ctx, "OffsetFetchResponse")
     if ctx.api_version < 8:
-        if request.group_id and (forwarded := await on_owner(ctx, request.group_id, request)):
-            return forwarded
         error, offsets = await _fetch(ctx, request.group_id, request.topics, None, -1)
         return make(
             answer,
@@ -78,11 +74,6 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     group_cls = cls(ctx, "OffsetFetchResponseGroup")
     groups = []
     for g in request.groups:
-        if g.group_id:
-            one = dataclasses.replace(request, groups=(g,))
-            if forwarded := await on_owner(ctx, g.group_id, one):
-                groups.append(forwarded.groups[0])
-                continue
         error, offsets = await _fetch(
             ctx,
             g.group_id,

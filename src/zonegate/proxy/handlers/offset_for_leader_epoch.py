@@ -18,43 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
-from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
 from zonegate.proxy.context import RequestContext
-from zonegate.proxy.handlers.common import NO_THROTTLE, cls, partition_error
+from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.storage.index import UnknownStream
 
 API_KEY = 23
-UNDEFINED = -1
-
-
-async def _end_offset(
-    ctx: RequestContext, stream_id: int, current_epoch_seen: int, epoch: int
-) -> tuple[ErrorCode, int, int]:
-    """(error, epoch, end offset) for one partition."""
-    try:
-        _, hwm, current = await ctx.node.leader.offsets(stream_id)
-    except (UnknownStream, LeaderUnavailable) as exc:
-        return partition_error(exc), UNDEFINED, UNDEFINED
-    if current_epoch_seen >= 0 and current_epoch_seen != current:
-        # The client's metadata is older (or newer) than the leader's epoch: as Kafka,
-        # fence it so that it refreshes metadata and asks again.
-        if current_epoch_seen < current:
-            return ErrorCode.fenced_leader_epoch, UNDEFINED, UNDEFINED
-        return ErrorCode.unknown_leader_epoch, UNDEFINED, UNDEFINED
-    if epoch == current:
-        return ErrorCode.none, current, hwm
-    if epoch < 0 or epoch > current:
-        return ErrorCode.none, UNDEFINED, UNDEFINED
-    found = await ctx.node.meta.epoch_end_offset(stream_id, epoch)
-    if found is None:
-        # A store made before epochs were recorded: nothing was ever truncated, so the
-        # epoch's records all lie below the high watermark.
-        return ErrorCode.none, epoch, hwm
-    return ErrorCode.none, found[0], found[1]
 
 
 @REGISTRY.register(API_KEY, 0, 4)
@@ -62,23 +31,18 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     part_cls = cls(ctx, "EpochEndOffset")
     topics = []
     for t in request.topics:
-        topic = await ctx.node.catalog.lookup(t.topic)
         answers = []
         for p in t.partitions:
-            if topic is None or not 0 <= p.partition < len(topic.partitions):
-                err, epoch, end = ErrorCode.unknown_topic_or_partition, UNDEFINED, UNDEFINED
-            else:
-                sid = topic.partitions[p.partition].stream_id
-                err, epoch, end = await _end_offset(
-                    ctx, sid, getattr(p, "current_leader_epoch", -1), p.leader_epoch
-                )
+            a = await ctx.services.fetch.epoch_end(
+                t.topic, p.partition, getattr(p, "current_leader_epoch", -1), p.leader_epoch
+            )
             answers.append(
                 make(
                     part_cls,
-                    error_code=err,
+                    error_code=a.error,
                     partition=p.partition,
-                    leader_epoch=epoch,
-                    end_offset=end,
+                    leader_epoch=a.leader_epoch,
+                    end_offset=a.offset,
                 )
             )
         topics.append(

@@ -6,29 +6,23 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.coordinator.classic import SyncResult
 from zonegate.proxy.context import RequestContext
-from zonegate.proxy.forward import on_owner
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.handlers.groups_common import group_id_error
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.services.api import SyncResult
 
 API_KEY = 14
 
 
 @REGISTRY.register(API_KEY, 0, 5)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    if request.group_id:
-        # A follower's SyncGroup waits for the leader's, at most a rebalance timeout.
-        forwarded = await on_owner(ctx, request.group_id, request, timeout_s=900)
-        if forwarded is not None:
-            return forwarded
     error = group_id_error(request.group_id)
     if error is not ErrorCode.none:
         result = SyncResult(error)
     else:
-        result = await ctx.node.coordinator.sync(
+        result = await ctx.services.groups.sync(
             request.group_id,
             member_id=request.member_id,
             instance_id=getattr(request, "group_instance_id", None),

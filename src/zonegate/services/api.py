@@ -1,0 +1,340 @@
+"""What the Kafka handlers may ask of the node: narrow services, and the values they pass.
+
+A handler decodes a request, calls these, and encodes the answer; it never
+touches the metadata store, the leader, the WAL or the object store. The
+services are:
+
+- `Cluster`: the client's zone, the brokers and controller it is told of, each
+  partition's leader for it, group coordinators, the node's settings.
+- `Topics`: the catalog of topics: look up, create, delete, grow.
+- `WritePath`: produce (validate, stage in the WAL, have the leader sequence),
+  producer ids.
+- `ReadPath`: fetch, offsets by time, leader-epoch ends.
+- `Groups`: consumer groups and committed offsets, on whichever node
+  coordinates each group.
+
+`Services` bundles them; the request context carries it (proxy/context.py).
+The value types handlers pass are defined where their owners are and named
+here, so a handler imports this module and nothing else of the node.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from kio.schema.errors import ErrorCode
+
+from zonegate.coordinator.classic import JoinRequest, JoinResult, SyncResult
+from zonegate.coordinator.consumer_group import HeartbeatRequest, HeartbeatResult
+from zonegate.coordinator.describe import (
+    ClassicGroupDescription,
+    ClassicMemberDescription,
+    ConsumerGroupDescription,
+    ConsumerMemberDescription,
+)
+from zonegate.coordinator.service import GroupSummary, OffsetToCommit
+from zonegate.metastore.models import (
+    CommittedOffset,
+    NodeRecord,
+    PartitionInfo,
+    TopicExists,
+    TopicInfo,
+)
+from zonegate.services.catalog import InvalidTopic, check_topic_name
+from zonegate.services.topic_configs import (
+    TOPIC_CONFIGS,
+    InvalidConfig,
+    effective,
+    validate_topic_configs,
+)
+from zonegate.usage.accounting import Accounting
+
+ANONYMOUS = "User:ANONYMOUS"  # the principal of every request until SASL exists
+
+__all__ = [
+    "ANONYMOUS",
+    "TOPIC_CONFIGS",
+    "Accounting",
+    "ClassicGroupDescription",
+    "ClassicMemberDescription",
+    "Cluster",
+    "CommittedOffset",
+    "ConsumerGroupDescription",
+    "ConsumerMemberDescription",
+    "ErrorCode",
+    "FetchPartition",
+    "FetchedPartition",
+    "Groups",
+    "GroupSummary",
+    "HeartbeatRequest",
+    "HeartbeatResult",
+    "InvalidConfig",
+    "InvalidTopic",
+    "JoinRequest",
+    "JoinResult",
+    "NodeRecord",
+    "OffsetAnswer",
+    "OffsetToCommit",
+    "PartitionInfo",
+    "ProducePartition",
+    "ProducedPartition",
+    "ReadPath",
+    "Services",
+    "SyncResult",
+    "TopicExists",
+    "TopicInfo",
+    "Topics",
+    "WritePath",
+    "check_topic_name",
+    "effective",
+    "validate_topic_configs",
+]
+
+
+# -- cluster -------------------------------------------------------------------
+class Cluster(Protocol):
+    @property
+    def node_id(self) -> int: ...
+
+    @property
+    def cluster_id(self) -> str:
+        """Kafka's cluster id: 22 characters of base64."""
+        ...
+
+    def client_zone(self, client_id: str | None, host: str) -> str: ...
+
+    def brokers_for(self, zone: str) -> list[NodeRecord]:
+        """The live nodes a client of `zone` is told of."""
+        ...
+
+    def controller_for(self, zone: str) -> int:
+        """The node named as controller to a client of `zone` (-1 if none)."""
+        ...
+
+    def leader_for(self, partition: PartitionInfo, zone: str) -> int:
+        """The node a client of `zone` sends this partition's produce and fetch to."""
+        ...
+
+    def coordinator_for(self, group_id: str, zone: str) -> NodeRecord | None:
+        """The node FindCoordinator names to a client of `zone` for a group."""
+        ...
+
+    def zone_of(self, node_id: int) -> str:
+        """The zone of a live node, "" if it is not live."""
+        ...
+
+    def broker_configs(self) -> dict[str, str]:
+        """This node's settings under their Kafka names (DescribeConfigs of a broker)."""
+        ...
+
+
+# -- topics --------------------------------------------------------------------
+class Topics(Protocol):
+    @property
+    def default_partitions(self) -> int:
+        """num.partitions"""
+        ...
+
+    @property
+    def auto_create(self) -> bool:
+        """auto.create.topics.enable"""
+        ...
+
+    def get(self, name: str) -> TopicInfo | None:
+        """From the cache, as of its last refresh (the hot path)."""
+        ...
+
+    async def lookup(self, name: str) -> TopicInfo | None:
+        """Also when another node made it since the cache's last refresh."""
+        ...
+
+    def by_id(self, topic_id: uuid.UUID) -> TopicInfo | None: ...
+
+    async def by_id_fresh(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        """`by_id`, refreshing the cache once on a miss."""
+        ...
+
+    def topics(self) -> list[TopicInfo]: ...
+
+    async def create(self, name: str, partitions: int, configs: dict[str, str | None]) -> TopicInfo:
+        """Raises InvalidTopic, InvalidConfig, TopicExists or ValueError (partition count)."""
+        ...
+
+    async def get_or_create(self, name: str, partitions: int) -> TopicInfo | None: ...
+
+    async def delete(self, name: str) -> TopicInfo | None: ...
+
+    async def add_partitions(
+        self, name: str, total: int, *, validate_only: bool = False
+    ) -> TopicInfo:
+        """LookupError if the topic does not exist, ValueError if `total` is no growth."""
+        ...
+
+
+# -- write path ------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ProducePartition:
+    topic: str
+    partition: int
+    records: bytes | None
+
+
+@dataclass(slots=True)
+class ProducedPartition:
+    topic: str
+    partition: int
+    error: ErrorCode = ErrorCode.none
+    message: str | None = None
+    base_offset: int = -1
+    log_start_offset: int = -1
+
+
+class WritePath(Protocol):
+    async def produce(
+        self, partitions: Sequence[ProducePartition], *, client: str
+    ) -> list[ProducedPartition]:
+        """Validates every partition's batches, stages them in the WAL, has each
+        partition's leader sequence and commit them; one answer per partition, in
+        order, when all are durable and indexed (or failed). `client` names the
+        producer in log lines."""
+        ...
+
+    async def allocate_producer_id(self) -> int: ...
+
+
+# -- read path -------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class FetchPartition:
+    topic: str
+    partition: int
+    offset: int
+    max_bytes: int
+
+
+@dataclass(slots=True)
+class FetchedPartition:
+    topic: str
+    partition: int
+    error: ErrorCode = ErrorCode.none
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    leader_epoch: int = 0
+    records: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAnswer:
+    error: ErrorCode
+    timestamp: int = -1
+    offset: int = -1
+    leader_epoch: int = -1
+    offsets: tuple[int, ...] = ()  # ListOffsets v0's list
+
+
+class ReadPath(Protocol):
+    async def fetch(
+        self,
+        partitions: Sequence[FetchPartition],
+        *,
+        max_bytes: int,
+        min_bytes: int,
+        max_wait_s: float,
+    ) -> list[FetchedPartition]:
+        """Kafka's Fetch: waits (no polling) until `min_bytes` are there or `max_wait_s`
+        passes; `max_bytes` for the answer, each partition's own limit, and the first
+        batch always whole. Batches come with base offset and leader epoch patched."""
+        ...
+
+    async def list_offset(
+        self, topic: str, partition: int, timestamp: int, *, max_timestamp_allowed: bool
+    ) -> OffsetAnswer:
+        """ListOffsets v1+: latest (-1), earliest (-2), max timestamp (-3), by time."""
+        ...
+
+    async def legacy_offsets(
+        self, topic: str, partition: int, timestamp: int, max_num: int
+    ) -> OffsetAnswer:
+        """ListOffsets v0: up to `max_num` offsets, newest first (Kafka 3.9's walk)."""
+        ...
+
+    async def epoch_end(
+        self, topic: str, partition: int, current_leader_epoch: int, epoch: int
+    ) -> OffsetAnswer:
+        """OffsetForLeaderEpoch: (epoch, end offset) in `leader_epoch` and `offset`."""
+        ...
+
+
+# -- groups ----------------------------------------------------------------------
+class Groups(Protocol):
+    """Consumer groups, wherever their coordinator is: a call about a group another node
+    coordinates goes to that node (services/groups.py); every answer carries
+    NOT_COORDINATOR when no coordinator can be reached, so the client looks it up
+    again, as with Kafka."""
+
+    async def join(self, group_id: str, req: JoinRequest) -> JoinResult: ...
+
+    async def sync(
+        self,
+        group_id: str,
+        *,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+    ) -> SyncResult: ...
+
+    async def heartbeat(
+        self, group_id: str, member_id: str, instance_id: str | None, generation: int
+    ) -> ErrorCode: ...
+
+    async def leave(
+        self, group_id: str, members: Sequence[tuple[str, str | None]]
+    ) -> tuple[ErrorCode, list[ErrorCode]]: ...
+
+    async def commit_offsets(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        instance_id: str | None,
+        offsets: Sequence[OffsetToCommit],
+    ) -> list[ErrorCode]: ...
+
+    async def fetch_offsets(
+        self,
+        group_id: str,
+        partitions: Sequence[tuple[str, int]] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
+    ) -> tuple[ErrorCode, list[CommittedOffset]]: ...
+
+    async def delete_offsets(
+        self, group_id: str, partitions: Sequence[tuple[str, int]]
+    ) -> tuple[ErrorCode, list[ErrorCode]]: ...
+
+    async def delete_group(self, group_id: str) -> ErrorCode: ...
+
+    async def describe_classic(self, group_id: str) -> ClassicGroupDescription: ...
+
+    async def consumer_heartbeat(self, group_id: str, req: HeartbeatRequest) -> HeartbeatResult: ...
+
+    async def describe_consumer(self, group_id: str) -> ConsumerGroupDescription: ...
+
+    async def list_groups(self) -> list[GroupSummary]:
+        """Every group of the cluster, as the metadata store has it."""
+        ...
+
+
+@dataclass(frozen=True)
+class Services:
+    cluster: Cluster
+    topics: Topics
+    produce: WritePath
+    fetch: ReadPath
+    groups: Groups
+    accounting: Accounting

@@ -1,0 +1,106 @@
+"""The cluster as a client of a given zone sees it: brokers, controller, leaders, coordinators.
+
+Zone routing (router/view.py) decides which live nodes a client is told of
+and which of them "leads" each partition for it. Group ownership is
+rendezvous hashing over all live nodes; a client is told of a node of its own
+zone, which passes its group calls on to the owner (services/groups.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from zonegate.metastore.models import NodeRecord, PartitionInfo
+from zonegate.router.membership import Membership
+from zonegate.router.rendezvous import choose_node
+from zonegate.router.view import ClusterView
+from zonegate.router.zones import ZoneResolver
+
+
+def kafka_cluster_id(name: str) -> str:
+    """Kafka cluster ids are 22-character base64 UUIDs; a stable one from the name."""
+    raw = uuid.uuid5(uuid.NAMESPACE_DNS, name).bytes
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    node_id: int
+    zone: str
+    cluster_name: str
+    zone_routing: bool
+    zone_cidrs: tuple[tuple[str, str], ...]
+    broker_configs: Callable[[], dict[str, str]]
+
+
+class NodeCluster:
+    def __init__(self, settings: ClusterSettings, membership: Membership) -> None:
+        self._settings = settings
+        self._membership = membership
+        self._view = ClusterView(membership.live_nodes, zone_routing=settings.zone_routing)
+        resolver = ZoneResolver.from_map(settings.zone, dict(settings.zone_cidrs))
+        # Every request asks; the answer depends only on (client id, address).
+        self._zone_cache = functools.lru_cache(maxsize=4096)(resolver.resolve)
+        self._cluster_id = kafka_cluster_id(settings.cluster_name)
+
+    @property
+    def node_id(self) -> int:
+        return self._settings.node_id
+
+    @property
+    def cluster_id(self) -> str:
+        return self._cluster_id
+
+    @property
+    def zone_routing(self) -> bool:
+        return self._view.zone_routing
+
+    def client_zone(self, client_id: str | None, host: str) -> str:
+        return self._zone_cache(client_id, host)
+
+    def brokers_for(self, zone: str) -> list[NodeRecord]:
+        return self._view.brokers_for(zone)
+
+    def controller_for(self, zone: str) -> int:
+        """This node if the client is told of it, else the first node it is told of.
+
+        Admin clients send CreateTopics, DeleteTopics and CreatePartitions to the
+        broker named as controller, and wait while none is (-1). Every zonegate node
+        serves them (the metadata store is shared, as Kafka's brokers forward them
+        since KIP-590), so naming a node of the client's zone keeps admin traffic in
+        the zone, and an admin client of any zone works whichever node holds the
+        controller lease (that lease only decides who moves partitions off dead nodes).
+        """
+        ids = [n.node_id for n in self.brokers_for(zone)]
+        me = self._settings.node_id
+        return me if me in ids else ids[0] if ids else -1
+
+    def leader_for(self, partition: PartitionInfo, zone: str) -> int:
+        return self._view.leader_for(partition, zone)
+
+    def group_owner(self, group_id: str) -> int:
+        """The node that coordinates `group_id`: rendezvous hashing over all live nodes."""
+        ids = [n.node_id for n in self._membership.live_nodes()] or [self._settings.node_id]
+        return choose_node(group_id, -1, ids)
+
+    def coordinator_for(self, group_id: str, zone: str) -> NodeRecord | None:
+        """A node of the client's zone when routing is on (it passes the calls on to the
+        owner), else the owner itself."""
+        nodes = self._view.brokers_for(zone) if self._view.zone_routing else []
+        if nodes:
+            chosen = choose_node(group_id, -1, [n.node_id for n in nodes])
+        else:
+            chosen = self.group_owner(group_id)
+        if chosen == self._settings.node_id:
+            return self._membership.me
+        return self._membership.node(chosen)
+
+    def zone_of(self, node_id: int) -> str:
+        return self._membership.zone_of(node_id)
+
+    def broker_configs(self) -> dict[str, str]:
+        return self._settings.broker_configs()
