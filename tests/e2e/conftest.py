@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.group_harness import Members
+from tests.inprocess import InProcessNode, start_inprocess_node
 from tests.node_harness import RunningNode, start_node
 
 NodeFactory = Callable[..., RunningNode]
+InProcessFactory = Callable[..., InProcessNode]
 
 
 @pytest.fixture
@@ -31,8 +33,24 @@ def node_factory(tmp_path: Path) -> Iterator[NodeFactory]:
 
 
 @pytest.fixture
-def node(node_factory: NodeFactory) -> RunningNode:
-    return node_factory()
+def inprocess_factory(tmp_path: Path) -> Iterator[InProcessFactory]:
+    """Nodes in the test's own process (tests/inprocess.py): for tests that never kill
+    or restart their node, which is most; no interpreter to start for each."""
+    started: list[InProcessNode] = []
+
+    def make(args: Sequence[str] = (), name: str = "inproc") -> InProcessNode:
+        n = start_inprocess_node(tmp_path / name, args)
+        started.append(n)
+        return n
+
+    yield make
+    for n in started:
+        n.stop()
+
+
+@pytest.fixture
+def node(inprocess_factory: InProcessFactory) -> InProcessNode:
+    return inprocess_factory()
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import NodeFactory
+from tests.e2e.conftest import InProcessFactory, NodeFactory
 from tests.e2e.group_harness import (
     Members,
     check_delivery,
@@ -20,14 +20,15 @@ from tests.e2e.group_harness import (
     split_ok,
     wait_for,
 )
+from tests.inprocess import InProcessNode
 from tests.node_harness import RunningNode
 
 NODE_ARGS = ["--group-initial-rebalance-delay-ms", "300"]
 
 
 @pytest.fixture
-def gnode(node_factory: NodeFactory) -> RunningNode:
-    return node_factory(NODE_ARGS)
+def gnode(inprocess_factory: InProcessFactory) -> InProcessNode:
+    return inprocess_factory(NODE_ARGS)
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import NodeFactory
+from tests.e2e.conftest import InProcessFactory, NodeFactory
 from tests.e2e.group_harness import (
     Member,
     Members,
@@ -27,6 +27,7 @@ from tests.e2e.group_harness import (
     wait_for,
 )
 from tests.e2e.test_groups import Producer, create_topic
+from tests.inprocess import InProcessNode
 from tests.node_harness import RunningNode
 
 pytestmark = pytest.mark.e2e
@@ -63,8 +64,8 @@ class Kip848Members(Members):
 
 
 @pytest.fixture
-def knode(node_factory: NodeFactory) -> RunningNode:
-    return node_factory(NODE_ARGS)
+def knode(inprocess_factory: InProcessFactory) -> InProcessNode:
+    return inprocess_factory(NODE_ARGS)
 
 
 @pytest.fixture
