@@ -1,28 +1,16 @@
-"""Consumer groups and committed offsets in the SQLite store (tables in sqlite.py's schema).
-
-A mixin over SqliteMetaStore's plumbing (`_run` runs a function in one write
-transaction on the store's worker thread, `_read` in one read transaction), kept
-apart so the group tables have one module of their own.
-"""
+"""Consumer groups and committed offsets in the SQLite store: `GroupStore` (api.py) over
+the tables of tables_sqlite.py."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
 
 from zonegate.metastore.models import CommittedOffset, GroupRecord
+from zonegate.metastore.tables_sqlite import SqliteTables
 
-T = TypeVar("T")
 
-
-class GroupTables:
-    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        raise NotImplementedError
-
-    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        raise NotImplementedError
-
+class GroupTables(SqliteTables):
     async def load_group(self, group_id: str) -> GroupRecord | None:
         def fn(db: sqlite3.Connection) -> GroupRecord | None:
             row = db.execute(

@@ -1,0 +1,128 @@
+"""The SQLite store's tables, and the base its table modules build on.
+
+One schema for the whole file (docs/metadata-schema.md describes it): the
+concerns share tables where one transaction must span them (deleting a topic
+drops its streams' rows and its committed offsets; a leader move records where
+the new epoch starts; a commit is fenced by the partition's epoch).
+
+`SqliteTables` is what each table module (cluster_sqlite, streams_sqlite,
+groups_sqlite) runs its statements through; `SqliteMetaStore` (sqlite.py)
+implements it over its connections and composes the modules.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS topics (
+    topic_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    deleted INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX IF NOT EXISTS topics_live_name ON topics(name) WHERE deleted = 0;
+CREATE TABLE IF NOT EXISTS topic_configs (
+    topic_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (topic_id, key)
+);
+CREATE TABLE IF NOT EXISTS partitions (
+    stream_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    topic_id TEXT NOT NULL,
+    partition INTEGER NOT NULL,
+    leader_node INTEGER NOT NULL,
+    leader_epoch INTEGER NOT NULL,
+    log_start_offset INTEGER NOT NULL DEFAULT 0,
+    next_offset INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (topic_id, partition)
+);
+CREATE TABLE IF NOT EXISTS stream_index (
+    stream_id INTEGER NOT NULL,
+    base_offset INTEGER NOT NULL,
+    last_offset INTEGER NOT NULL,
+    object_key TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    length INTEGER NOT NULL,
+    max_timestamp INTEGER NOT NULL,
+    PRIMARY KEY (stream_id, base_offset)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leader_epochs (
+    stream_id INTEGER NOT NULL,
+    leader_epoch INTEGER NOT NULL,
+    start_offset INTEGER NOT NULL,
+    PRIMARY KEY (stream_id, leader_epoch)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS producer_state (
+    stream_id INTEGER NOT NULL,
+    producer_id INTEGER NOT NULL,
+    epoch INTEGER NOT NULL,
+    batches TEXT NOT NULL,
+    PRIMARY KEY (stream_id, producer_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS nodes (
+    node_id INTEGER PRIMARY KEY,
+    zone TEXT NOT NULL,
+    kafka_host TEXT NOT NULL,
+    kafka_port INTEGER NOT NULL,
+    rpc_host TEXT NOT NULL,
+    rpc_port INTEGER NOT NULL,
+    lease_expires_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS leases (
+    name TEXT PRIMARY KEY,
+    holder INTEGER NOT NULL,
+    expires_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS groups (
+    group_id TEXT PRIMARY KEY,
+    group_type TEXT NOT NULL,
+    state TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS group_offsets (
+    group_id TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    partition INTEGER NOT NULL,
+    committed_offset INTEGER NOT NULL,
+    leader_epoch INTEGER NOT NULL,
+    metadata TEXT NOT NULL,
+    commit_ms INTEGER NOT NULL,
+    PRIMARY KEY (group_id, topic, partition)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cluster_secrets (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS counters (
+    name TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+"""
+
+
+class SqliteTables(ABC):
+    """How a table module's statements run (each way is explained where it is made,
+    in sqlite.py): which one a call uses decides how long it holds the write lock."""
+
+    @abstractmethod
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """`fn` in one write transaction."""
+
+    @abstractmethod
+    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """`fn` in one read transaction, taking no write lock."""
+
+    @abstractmethod
+    async def _write1(self, sql: str, params: Sequence[object]) -> int:
+        """One statement in its own transaction; the rows it changed."""
+
+    @abstractmethod
+    async def _run_on_loop(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """`fn` in one write transaction, on the event loop's thread when the write lock
+        is free at once (the leader's group commit, on every produce's path)."""
