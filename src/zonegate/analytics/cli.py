@@ -24,16 +24,44 @@ def register(subparsers: Any) -> None:
             "the savings against Apache Kafka for the same traffic. See docs/report.md."
         ),
     )
-    p.add_argument("--usage", required=True, help="file:///path or s3://bucket/prefix")
-    p.add_argument("--out", required=True, type=Path, help="directory for the report")
-    p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    p.add_argument("--provider", default="aws")
-    p.add_argument("--region", default="us-east-1")
-    p.add_argument("--storage-class", choices=("standard", "express"), default="standard")
+    p.add_argument(
+        "--usage",
+        metavar="URL",
+        required=True,
+        help="where the records are: the object store's root or its usage/ prefix, "
+        "file:///path (zonegate serve's: file://$PWD/zonegate-data/objects) or "
+        "s3://bucket/prefix (required)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        required=True,
+        type=Path,
+        help="directory for the report: new, empty or an earlier report (required)",
+    )
+    p.add_argument(
+        "--master",
+        default="local[*]",
+        help="Spark master, e.g. spark://host:7077 (default local[*]: Spark in this "
+        "process, using every core)",
+    )
+    p.add_argument("--provider", default="aws", help="price table: aws, gcp or azure (default aws)")
+    p.add_argument(
+        "--region",
+        default=None,
+        help="region of the price table (default: the provider's first region, us-east-1 for aws)",
+    )
+    p.add_argument(
+        "--storage-class",
+        choices=("standard", "express"),
+        default="standard",
+        help="S3 Standard or S3 Express One Zone prices (default standard)",
+    )
     p.add_argument(
         "--s3-endpoint",
+        metavar="URL",
         default=os.environ.get("ZONEGATE_S3_ENDPOINT"),
-        help="S3 endpoint URL (default: $ZONEGATE_S3_ENDPOINT)",
+        help="S3 endpoint URL for s3:// records (default: $ZONEGATE_S3_ENDPOINT, else AWS)",
     )
     p.set_defaults(func=run)
 
@@ -46,11 +74,11 @@ def _fail(message: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from zonegate.analytics.schema import UsageInputError
-    from zonegate.cost_model.price_tables import price_table
+    from zonegate.cost_model.price_tables import default_region, price_table
     from zonegate.cost_model.prices import UnknownPrice
 
     try:
-        prices = price_table(args.provider, args.region)
+        prices = price_table(args.provider, args.region or default_region(args.provider))
         prices.object_storage(args.storage_class)
     except UnknownPrice as exc:
         return _fail(str(exc))
