@@ -1,6 +1,6 @@
 """How long `zonegate report` takes, as a user waits for it, at a few sizes of usage.
 
-    python benchmarks/report.py [--sizes 23,1000000,10000000] [--master local[*]]
+    python benchmarks/report.py [--sizes 23,1000000,10000000] [--engine auto|arrow|spark]
 
 For each size, writes exactly that many synthetic usage records to a temporary
 local store (not timed), then runs the `zonegate report` command on them in a
@@ -57,7 +57,13 @@ def main() -> None:
     ap.add_argument(
         "--sizes", default="23,1000000,10000000", help="records per run (default %(default)s)"
     )
-    ap.add_argument("--master", default="local[*]", help="Spark master (default %(default)s)")
+    ap.add_argument(
+        "--engine",
+        choices=("auto", "arrow", "spark"),
+        default="auto",
+        help="passed to zonegate report --engine (default %(default)s)",
+    )
+    ap.add_argument("--master", default=None, help="passed to zonegate report (default: none)")
     args = ap.parse_args()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -68,7 +74,8 @@ def main() -> None:
             gen_s = time.monotonic() - t
             out = Path(tmp) / f"out-{size}"
             cmd = [sys.executable, "-m", "zonegate", "report", "--usage", root.as_uri()]
-            cmd += ["--out", str(out), "--master", args.master]
+            cmd += ["--out", str(out), "--engine", args.engine]
+            cmd += ["--master", args.master] if args.master else []
             t = time.monotonic()
             done = subprocess.run(cmd, capture_output=True, text=True)
             secs = time.monotonic() - t
@@ -77,9 +84,10 @@ def main() -> None:
             results.append((size, secs))
             # The report's own last progress line times the job without the process start.
             job = re.findall(r"^done: .* in ([0-9.]+)s$", done.stderr, re.MULTILINE)
+            ran = "Spark" if "(Spark) " in done.stderr else "in process"
             print(
                 f"{size:>11,} records in {n_objects:>6,} objects: `zonegate report` {secs:7.1f} s "
-                f"(job {job[-1] if job else '?'} s), {size / secs:>10,.0f} records/s "
+                f"(job {job[-1] if job else '?'} s, {ran}), {size / secs:>10,.0f} records/s "
                 f"(generated in {gen_s:.0f} s)",
                 flush=True,
             )

@@ -43,14 +43,21 @@ def test_unknown_provider_or_region(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "unknown region 'mars-1'" in capsys.readouterr().err
 
 
-def test_unknown_schema_version_leaves_no_report(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["arrow", "spark"])
+def test_unknown_schema_version_leaves_no_report(
+    engine: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    spark: Any = request.getfixturevalue("spark") if engine == "spark" else None
     spec = SyntheticSpec(days=1, intervals_per_day=1, topics=1, clients_per_zone=1)
     write_local(generate(spec), tmp_path / "store")
     write_local(generate(dataclasses.replace(spec, schema_version=2, seed=9)), tmp_path / "store")
     out = tmp_path / "out"
     with pytest.raises(UnknownSchemaVersion, match="schema_version 2"):
         run_report(
-            spark, locate((tmp_path / "store").as_uri()), out, price_table("aws", "us-east-1")
+            locate((tmp_path / "store").as_uri()),
+            out,
+            price_table("aws", "us-east-1"),
+            spark=spark,
         )
     assert not out.exists()
     assert not list(tmp_path.glob(".out.partial-*"))

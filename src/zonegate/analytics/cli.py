@@ -1,7 +1,8 @@
-"""`zonegate report`: the Spark cost report over the nodes' usage records.
+"""`zonegate report`: the cost report over the nodes' usage records.
 
-pyspark is imported only when the command runs, so the broker's commands work
-without the `report` extra installed.
+pyspark is imported only when the Spark engine runs, so the broker's commands,
+and reports small enough for the in-process engine, work without the `report`
+extra installed.
 """
 
 from __future__ import annotations
@@ -12,6 +13,12 @@ import re
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+# Up to this much Parquet the in-process engine sums the records faster than a
+# Spark start alone takes (docs/report.md, "How long it takes"); above it, and
+# for any --master, Spark runs. Either engine makes the same report.
+ARROW_MAX_BYTES = 1 << 30
 
 
 def register(subparsers: Any) -> None:
@@ -40,10 +47,19 @@ def register(subparsers: Any) -> None:
         help="directory for the report: new, empty or an earlier report (required)",
     )
     p.add_argument(
+        "--engine",
+        choices=("auto", "arrow", "spark"),
+        default="auto",
+        help="what sums the records: arrow (in this process, streaming; no Java) or spark "
+        "(a Spark job; needs the report extra and Java 17+); auto takes spark when --master "
+        f"is given or the records exceed {ARROW_MAX_BYTES >> 30} GiB, else arrow "
+        "(default auto)",
+    )
+    p.add_argument(
         "--master",
-        default="local[*]",
-        help="Spark master, e.g. spark://host:7077 (default local[*]: Spark in this "
-        "process, using every core)",
+        default=None,
+        help="Spark master, e.g. spark://host:7077 or local[4]; giving one runs the Spark "
+        "engine (default: local[*], Spark in this process on every core, when Spark runs)",
     )
     p.add_argument("--provider", default="aws", help="price table: aws, gcp or azure (default aws)")
     p.add_argument(
@@ -67,9 +83,21 @@ def register(subparsers: Any) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"zonegate report: {message}", file=sys.stderr)
-    print("zonegate report: no report was written", file=sys.stderr)
+    print(f"zonegate report: {message} (no report was written)", file=sys.stderr)
     return 2
+
+
+def _endpoint_error(url: str) -> str | None:
+    parts = urlsplit(url)
+    if parts.scheme in ("http", "https") and parts.hostname:
+        return None
+    return f"--s3-endpoint {url!r} is not an http:// or https:// URL with a host"
+
+
+def use_spark(engine: str, master: str | None, usage_bytes: int) -> bool:
+    if engine != "auto":
+        return engine == "spark"
+    return master is not None or usage_bytes > ARROW_MAX_BYTES
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,11 +110,12 @@ def run(args: argparse.Namespace) -> int:
         prices.object_storage(args.storage_class)
     except UnknownPrice as exc:
         return _fail(str(exc))
-    try:
-        import pyspark  # noqa: F401
-    except ModuleNotFoundError:
-        return _fail("pyspark is not installed: pip install 'zonegate[report]'")
-    from zonegate.analytics.job import check_out_dir, run_report, spark_session
+    if args.s3_endpoint and (bad := _endpoint_error(args.s3_endpoint)):
+        return _fail(bad)
+    if args.engine == "arrow" and args.master is not None:
+        return _fail("--master is for the Spark engine: drop it or use --engine spark or auto")
+    from zonegate.analytics.job import check_out_dir, run_report
+    from zonegate.analytics.progress import Progress
     from zonegate.analytics.source import locate
 
     try:
@@ -94,19 +123,31 @@ def run(args: argparse.Namespace) -> int:
         loc = locate(args.usage, args.s3_endpoint)
     except UsageInputError as exc:
         return _fail(str(exc))
-    spark = spark_session(args.master)
-    spark.sparkContext.setLogLevel("ERROR")
+    progress = Progress(5)
+    spark = None
+    if use_spark(args.engine, args.master, loc.total_bytes):
+        try:
+            from zonegate.analytics.spark_engine import spark_session
+        except ModuleNotFoundError as exc:
+            return _fail(
+                f"the Spark engine needs {exc.name}, which is not installed: "
+                "pip install -e '.[report]' in the zonegate clone"
+            )
+        spark = spark_session(args.master or "local[*]", console_progress=progress.live)
     try:
-        run_report(spark, loc, args.out, prices, args.storage_class)
+        run_report(loc, args.out, prices, args.storage_class, progress, spark)
     except UsageInputError as exc:
+        progress.abandon()
         return _fail(str(exc))
     except Exception as exc:  # Spark wraps worker errors; show ours if it is one
         ours = worker_error(str(exc))
         if ours is None:
             raise
+        progress.abandon()
         return _fail(ours)
     finally:
-        spark.stop()
+        if spark is not None:
+            spark.stop()
     print(f"report written to {args.out} (open {args.out / 'dashboard.html'})")
     return 0
 
