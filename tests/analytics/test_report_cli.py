@@ -13,6 +13,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,3 +127,13 @@ def test_progress_is_live_exactly_on_a_terminal() -> None:
 
     assert Progress(5, Tty()).live
     assert not Progress(5, io.StringIO()).live
+
+
+@pytest.mark.integration
+def test_local_spark_binds_the_loopback_address(spark: Any) -> None:
+    # Left alone, Spark takes the host name's address, finds it is loopback, warns, and
+    # binds the first other interface it finds: a local report then listens on the LAN.
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.driver.host") == "127.0.0.1"
+    assert conf.get("spark.driver.bindAddress") == "127.0.0.1"
+    assert conf.get("spark.ui.enabled") == "false"
