@@ -9,6 +9,7 @@ import dataclasses
 import errno
 import logging
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -434,7 +435,10 @@ async def _start(configs: list[NodeConfig]) -> list[Node]:
             with contextlib.suppress(Exception):
                 await node.stop()
         if exc.errno == errno.EADDRINUSE:
-            raise StartupError(bind_failure(c.host, c.port, what, exc)) from None
+            # The Kafka listener is the usual one; the event loop's message names the address.
+            m = re.search(r"\('([^']*)', (\d+)", str(exc))
+            host, port = (m.group(1), int(m.group(2))) if m else (c.host, c.port)
+            raise StartupError(bind_failure(host, port, what, exc)) from None
         raise StartupError(f"{what} cannot start: {exc}") from None
     return nodes
 
