@@ -251,7 +251,14 @@ def test_every_readme_command_runs_in_order(readme_dir: Path, transcript: IO[str
             except TimeoutError as exc:
                 raise AssertionError(f"{where} did not finish:\n{step.code}\n{exc}") from None
             output = "".join(seen)
-            assert line, f"{where} failed (status {session.wait(10)}):\n{step.code}\n{output}"
+            if not line:
+                logs = "".join(
+                    f"--- {log.relative_to(readme_dir)} ---\n{log.read_text()[-3000:]}\n"
+                    for log in sorted(readme_dir.rglob("*.log"))
+                )
+                transcript.write(logs)
+                status = session.wait(10)
+                raise AssertionError(f"{where} failed ({status}):\n{step.code}\n{output}\n{logs}")
             assert "Traceback" not in output, f"{where}:\n{output}"
     finally:
         for proc in (background, session):
