@@ -129,6 +129,9 @@ def zonegate_node(args: argparse.Namespace) -> Iterator[tuple[dict[str, Any], Ca
         try:
             admin = AdminClient({"bootstrap.servers": node.bootstrap})
             admin.create_topics([NewTopic("bench", args.partitions, 1)])["bench"].result(30)
+            # An admin client left alive until the node stops logs librdkafka FAIL lines
+            # (connection refused) at the end of every run.
+            del admin
             assert node.proc is not None
             pids = {"node": node.proc.pid}
             if moto is not None:

@@ -1,4 +1,5 @@
-"""One local SparkSession for all analytics tests, and synthetic usage written once."""
+"""One local SparkSession for all analytics tests, synthetic usage written once, and the
+report over it made by each engine (in this process with Arrow, and with Spark)."""
 
 from __future__ import annotations
 
@@ -21,17 +22,10 @@ SPEC = SyntheticSpec(nodes_per_zone=2, topics=4, clients_per_zone=3, days=3, int
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    pyspark_sql = pytest.importorskip("pyspark.sql")
-    session = (
-        pyspark_sql.SparkSession.builder.master("local[2]")
-        .appName("zonegate-tests")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    pytest.importorskip("pyspark.sql")
+    from zonegate.analytics.spark_engine import spark_session
+
+    session = spark_session("local[2]", "zonegate-tests")
     yield session
     session.stop()
 
@@ -44,13 +38,16 @@ def synthetic_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Tru
     return root, truth
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", params=["arrow", "spark"])
 def report(
-    spark: Any, synthetic_store: tuple[Path, Truth], tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    synthetic_store: tuple[Path, Truth],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[Any, Truth, Path]:
+    spark = request.getfixturevalue("spark") if request.param == "spark" else None
     root, truth = synthetic_store
-    out = tmp_path_factory.mktemp("report") / "out"
+    out = tmp_path_factory.mktemp(f"report-{request.param}") / "out"
     progress_log = out.parent / "progress.txt"
     with progress_log.open("w") as f:
-        result = run_report(spark, locate(root.as_uri()), out, AWS, progress=Progress(5, f))
+        result = run_report(locate(root.as_uri()), out, AWS, progress=Progress(5, f), spark=spark)
     return result, truth, out

@@ -43,14 +43,21 @@ def test_unknown_provider_or_region(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "unknown region 'mars-1'" in capsys.readouterr().err
 
 
-def test_unknown_schema_version_leaves_no_report(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["arrow", "spark"])
+def test_unknown_schema_version_leaves_no_report(
+    engine: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    spark: Any = request.getfixturevalue("spark") if engine == "spark" else None
     spec = SyntheticSpec(days=1, intervals_per_day=1, topics=1, clients_per_zone=1)
     write_local(generate(spec), tmp_path / "store")
     write_local(generate(dataclasses.replace(spec, schema_version=2, seed=9)), tmp_path / "store")
     out = tmp_path / "out"
     with pytest.raises(UnknownSchemaVersion, match="schema_version 2"):
         run_report(
-            spark, locate((tmp_path / "store").as_uri()), out, price_table("aws", "us-east-1")
+            locate((tmp_path / "store").as_uri()),
+            out,
+            price_table("aws", "us-east-1"),
+            spark=spark,
         )
     assert not out.exists()
     assert not list(tmp_path.glob(".out.partial-*"))
@@ -64,3 +71,18 @@ def test_refuses_to_overwrite_a_directory_that_is_not_a_report(tmp_path: Path) -
         check_out_dir(out)
     assert main(_report(tmp_path, "--usage", tmp_path.as_uri())) == 2
     assert (out / "precious.txt").read_text() == "x"
+
+
+def test_an_object_that_is_not_parquet_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = SyntheticSpec(days=1, intervals_per_day=1, topics=1, clients_per_zone=1)
+    write_local(generate(spec), tmp_path / "store")
+    bad = tmp_path / "store" / "usage" / "date=2025-01-01" / "node=9" / "1-0.parquet"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"not parquet at all")
+    assert main(_report(tmp_path, "--usage", (tmp_path / "store").as_uri())) == 2
+    err = capsys.readouterr().err
+    (line,) = [x for x in err.splitlines() if x.startswith("zonegate report:")]
+    assert "cannot read the usage records" in line and "1-0.parquet" in line, err
+    assert not (tmp_path / "out").exists()

@@ -1,18 +1,30 @@
-"""Headless Chromium opens the dashboard: it renders, its script runs without errors.
+"""Headless Chromium opens the dashboard, at demo scale and at production scale.
 
 Chromium's console goes to stderr (`--enable-logging=stderr`), so an uncaught
 script error shows there; the script marks `<body data-ready="1">` as its last
-act, so the dumped DOM proves it ran to the end. The screenshot is kept under
-test-artifacts/ for a person to look at.
+act, so the dumped DOM proves it ran to the end. What a reader sees is then
+checked in the rendered text: money in ordinary currency format, the baseline
+the savings are measured against, the note on too little traffic exactly when
+it applies, and every topic and client named. The screenshots are kept under
+test-artifacts/ (dashboard-small.png, dashboard-large.png) for a person to look at.
 """
 
 from __future__ import annotations
 
+import html
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from zonegate.analytics.job import run_report
+from zonegate.analytics.progress import Progress
+from zonegate.analytics.source import locate
+from zonegate.analytics.synthetic import SyntheticSpec, Truth, generate, write_local
+from zonegate.analytics.tables import LEADER_RPCS
+from zonegate.cost_model import price_table
 
 pytestmark = pytest.mark.integration
 CHROMIUM = "/usr/bin/chromium"
@@ -28,8 +40,33 @@ FLAGS = [
     "--disable-sync",
     "--enable-logging=stderr",
     "--v=0",
-    "--window-size=1400,2600",
+    "--window-size=1400,4200",
 ]
+needs_chromium = pytest.mark.skipif(
+    shutil.which(CHROMIUM) is None, reason="chromium is not installed"
+)
+SCALES = {
+    # A few minutes of a demo on a laptop: bytes in the hundreds, costs far below a cent.
+    "small": SyntheticSpec(
+        nodes_per_zone=1,
+        topics=2,
+        clients_per_zone=1,
+        days=1,
+        intervals_per_day=2,
+        byte_scale=1 / 4096,
+    ),
+    # A month of a busy cluster: terabytes a day, costs in thousands of dollars.
+    "large": SyntheticSpec(
+        nodes_per_zone=2,
+        topics=6,
+        clients_per_zone=3,
+        days=30,
+        intervals_per_day=2,
+        byte_scale=4000,
+    ),
+}
+# What money looks like to a person: $1,234.56, $0.12, -$0.000022, <$0.000001.
+MONEY = re.compile(r"^(-?\$\d{1,3}(,\d{3})*(\.\d+)?|<\$0\.000001|>-\$0\.000001)$")
 
 
 def _chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -42,24 +79,81 @@ def _chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="chromium is not installed")
-def test_dashboard_renders_without_script_errors(report: object, tmp_path: Path) -> None:
-    _, _, out = report  # type: ignore[misc]
-    page = (out / "dashboard.html").as_uri()
-    dom = _chromium(tmp_path, "--dump-dom", page)
+@pytest.fixture(scope="module", params=sorted(SCALES))
+def dashboard(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, Path, Truth]:
+    scale = request.param
+    root = tmp_path_factory.mktemp(f"store-{scale}")
+    truth = Truth()
+    write_local(generate(SCALES[scale], truth), root)
+    out = root.parent / f"report-{scale}"
+    with (root.parent / f"progress-{scale}.txt").open("w") as f:
+        run_report(
+            locate(root.as_uri()), out, price_table("aws", "us-east-1"), progress=Progress(5, f)
+        )
+    return scale, out / "dashboard.html", truth
+
+
+def _text(dom: str) -> str:
+    body = re.sub(r"<(script|style|svg)\b.*?</\1>", " ", dom, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", body))
+
+
+def _section(dom: str, title: str) -> str:
+    m = re.search(rf"<h2>{re.escape(title)}.*?</section>", dom, flags=re.S)
+    assert m is not None, title
+    return _text(m.group(0))
+
+
+@needs_chromium
+def test_dashboard_reads_right_at_any_scale(
+    dashboard: tuple[str, Path, Truth], tmp_path: Path
+) -> None:
+    scale, page, truth = dashboard
+    dom = _chromium(tmp_path, "--dump-dom", page.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert 'data-ready="1"' in dom.stdout
     assert dom.stdout.count("<svg") >= 6
     console = [line for line in dom.stderr.splitlines() if "CONSOLE" in line]
     assert not [c for c in console if "Uncaught" in c or "Error" in c], console
+
+    text = _text(dom.stdout)
+    # Money: every dollar amount a person reads is in ordinary currency format.
+    amounts = re.findall(r"[-<>]*\$[^\s/)]*", text)
+    assert amounts
+    bad = [a for a in amounts if not MONEY.match(a.rstrip(".,;"))]
+    assert not bad, bad
+    assert not re.search(r"\d[eE][-+]?\d", text), re.search(r".{40}\d[eE][-+]?\d.{20}", text)
+    # The baseline is stated; when the traffic is too small it says so, and drops the %.
+    assert "Savings are measured against a baseline: Apache Kafka with three replicas" in text
+    summary = _section(dom.stdout, "Summary")
+    savings = _section(dom.stdout, "Cost against Apache Kafka")
+    if scale == "small":
+        assert "Too little traffic for the savings to mean anything" in summary
+        assert "%" not in summary and "n/a" in savings
+    else:
+        assert "Too little traffic" not in text
+        assert re.search(r"saves vs the baseline \$[\d,]+(\.\d\d)? \(\d+%\)", summary), summary
+    # Topics and clients are named; traffic about none is named for what it is.
+    topics = _section(dom.stdout, "Traffic and cross-zone cost by topic")
+    clients = _section(dom.stdout, "Traffic and cross-zone cost by client")
+    for name in truth.bytes_by_topic:
+        if name != LEADER_RPCS:
+            assert name in topics, name
+    assert len(truth.bytes_by_client) <= 15  # the tables show the top 15
+    for name in truth.bytes_by_client:
+        assert name in clients, name
+    assert "(none)" not in topics + clients
+
     ARTIFACTS.mkdir(exist_ok=True)
-    shot = ARTIFACTS / "dashboard.png"
+    shot = ARTIFACTS / f"dashboard-{scale}.png"
     shot.unlink(missing_ok=True)
-    taken = _chromium(tmp_path, f"--screenshot={shot}", page)
+    taken = _chromium(tmp_path, f"--screenshot={shot}", page.as_uri())
     assert taken.returncode == 0 and shot.stat().st_size > 50_000, taken.stderr[-2000:]
 
 
-@pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="chromium is not installed")
+@needs_chromium
 def test_a_broken_script_would_be_caught(tmp_path: Path) -> None:
     # The check above must be able to fail: a page whose script throws is seen.
     page = tmp_path / "broken.html"
@@ -67,3 +161,9 @@ def test_a_broken_script_would_be_caught(tmp_path: Path) -> None:
     dom = _chromium(tmp_path, "--dump-dom", page.as_uri())
     assert any("Uncaught" in line for line in dom.stderr.splitlines()), dom.stderr[-2000:]
     assert 'data-ready="1"' not in dom.stdout
+
+
+@pytest.mark.unit
+def test_the_money_check_would_catch_scientific_notation() -> None:
+    assert not MONEY.match("$2.16e-05")
+    assert MONEY.match("$2,632.50") and MONEY.match("-$0.000020")

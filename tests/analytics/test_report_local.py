@@ -1,4 +1,5 @@
-"""The report over synthetic usage records on local disk reproduces what was generated."""
+"""The report over synthetic usage records on local disk reproduces what was generated,
+whichever engine sums the records."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
+from zonegate.analytics.facts import FACT_KEYS, FACTS_SCHEMA, arrow_facts
+from zonegate.analytics.source import locate
 from zonegate.analytics.synthetic import Truth
+from zonegate.analytics.tables import LEADER_RPCS, NO_CLIENT_ID, NO_TOPIC, report_tables
 from zonegate.cost_model import UsageTotals, cost_of_usage, kafka_baseline, price_table, usage_rates
 
 pytestmark = pytest.mark.integration
@@ -24,17 +29,102 @@ def test_matrix_matches_generated_flows(report: tuple[Any, Truth, Path]) -> None
         assert r["cross_zone"] == (r["from_zone"] != r["to_zone"])
 
 
-def test_record_count_and_transfer_by_topic_and_client(report: tuple[Any, Truth, Path]) -> None:
+def test_record_count_and_traffic_by_topic_and_client(report: tuple[Any, Truth, Path]) -> None:
     result, truth, _ = report
     assert result.records == truth.rows
     rate = usage_rates(AWS).cross_zone_per_byte
-    by_topic = {r["topic"]: r for r in result.tables["cost_by_topic"]}
-    expected = {(t or "(none)"): b for t, b in truth.cross_zone_by_topic.items()}
-    assert {t: r["cross_zone_bytes"] for t, r in by_topic.items()} == expected
-    for t, r in by_topic.items():
-        assert r["transfer_usd"] == pytest.approx(expected[t] * rate)
-    by_client = {r["client_id"]: r["cross_zone_bytes"] for r in result.tables["cost_by_client"]}
-    assert by_client == {(c or "(none)"): b for c, b in truth.cross_zone_by_client.items()}
+    for table, key, by_bytes, by_cross, produced, fetched in (
+        (
+            "cost_by_topic",
+            "topic",
+            truth.bytes_by_topic,
+            truth.cross_zone_by_topic,
+            truth.produce_by_topic,
+            None,
+        ),
+        (
+            "cost_by_client",
+            "client_id",
+            truth.bytes_by_client,
+            truth.cross_zone_by_client,
+            None,
+            truth.fetch_by_client,
+        ),
+    ):
+        rows = {r[key]: r for r in result.tables[table]}
+        # Every topic and client is named; traffic about none is labelled by what it is.
+        assert set(rows) == set(by_bytes)
+        assert "(none)" not in rows and "" not in rows
+        for label, r in rows.items():
+            assert r["bytes"] == by_bytes[label], label
+            assert r["cross_zone_bytes"] == by_cross.get(label, 0), label
+            assert r["transfer_usd"] == pytest.approx(by_cross.get(label, 0) * rate)
+            if produced is not None:
+                assert r["produce_bytes"] == produced.get(label, 0), label
+            if fetched is not None:
+                assert r["fetch_bytes"] == fetched.get(label, 0), label
+    topics = [r["topic"] for r in result.tables["cost_by_topic"]]
+    assert {f"topic-{t}" for t in range(4)} <= set(topics)
+    assert LEADER_RPCS not in topics  # synthetic leader RPCs carry their topic
+    costs = [r["transfer_usd"] for r in result.tables["cost_by_topic"]]
+    assert costs == sorted(costs, reverse=True)
+
+
+def test_leader_rpcs_without_a_topic_are_named_as_such() -> None:
+    # A real node counts its leader RPCs with no topic and no client id (the Append
+    # batches many); the report names that traffic instead of "(none)".
+    facts = pa.Table.from_pylist(
+        [
+            _fact("forward_rpc", "a", "b", "", "", bytes_out=100),
+            _fact("produce_data", "a", "a", "orders", "shop", bytes_in=1000, bytes_out=50),
+            _fact("other", "a", "a", "", "", bytes_in=10, bytes_out=20),
+        ],
+        schema=FACTS_SCHEMA,
+    )
+    t = report_tables(facts, usage_rates(AWS))
+    topics = {r["topic"]: r for r in t.cost_by_topic}
+    clients = {r["client_id"]: r for r in t.cost_by_client}
+    assert topics[LEADER_RPCS]["cross_zone_bytes"] == 100
+    assert clients[LEADER_RPCS]["cross_zone_bytes"] == 100
+    assert topics["orders"]["produce_bytes"] == 1000 and topics["orders"]["bytes"] == 1050
+    assert clients["shop"]["cross_zone_bytes"] == 0
+    assert topics[NO_TOPIC]["bytes"] == 30 and clients[NO_CLIENT_ID]["bytes"] == 30
+
+
+def _fact(
+    kind: str, node_zone: str, peer_zone: str, topic: str, client_id: str, **sums: int
+) -> dict[str, Any]:
+    row: dict[str, Any] = {n: 0 for n in FACTS_SCHEMA.names}
+    row.update(
+        schema_version=1,
+        day="2026-01-01",
+        kind=kind,
+        node_zone=node_zone,
+        peer_zone=peer_zone,
+        topic=topic,
+        client_id=client_id,
+        records=1,
+        stored_byte_seconds=0.0,
+        **sums,
+    )
+    return row
+
+
+def test_both_engines_sum_the_same_facts(spark: Any, synthetic_store: tuple[Path, Truth]) -> None:
+    from zonegate.analytics.spark_engine import spark_facts
+
+    loc = locate(synthetic_store[0].as_uri())
+    by_arrow, by_spark = arrow_facts(loc), spark_facts(spark, loc)
+
+    def rows(t: pa.Table) -> list[dict[str, Any]]:
+        return sorted(t.to_pylist(), key=lambda r: tuple(str(r[k]) for k in FACT_KEYS))
+
+    a, b = rows(by_arrow), rows(by_spark)
+    assert len(a) == len(b) > 0
+    for x, y in zip(a, b, strict=True):
+        assert x["stored_byte_seconds"] == pytest.approx(y.pop("stored_byte_seconds"))
+        x.pop("stored_byte_seconds")
+        assert x == y
 
 
 def test_costs_add_up_to_cost_of_usage_of_the_totals(report: tuple[Any, Truth, Path]) -> None:

@@ -45,7 +45,12 @@ async def _upload(url: str, endpoint: str, objects: list[UsageObject]) -> None:
         await store.close()
 
 
-def _report_cli(url: str, endpoint: str, out: Path) -> subprocess.CompletedProcess[str]:
+ENGINES = {"arrow": ["--engine", "arrow"], "spark": ["--engine", "spark", "--master", "local[2]"]}
+
+
+def _report_cli(
+    url: str, endpoint: str, out: Path, engine: str
+) -> subprocess.CompletedProcess[str]:
     # A child process: its Spark workers get the S3 credentials in their environment.
     return subprocess.run(
         [
@@ -57,8 +62,7 @@ def _report_cli(url: str, endpoint: str, out: Path) -> subprocess.CompletedProce
             url,
             "--out",
             str(out),
-            "--master",
-            "local[2]",
+            *ENGINES[engine],
         ],
         env={**os.environ, **FAKE_AWS_ENV, "ZONEGATE_S3_ENDPOINT": endpoint},
         capture_output=True,
@@ -67,13 +71,14 @@ def _report_cli(url: str, endpoint: str, out: Path) -> subprocess.CompletedProce
     )
 
 
-def test_report_over_s3_matches_truth(s3: MotoS3Server, tmp_path: Path) -> None:
-    url = f"s3://{DEFAULT_BUCKET}/cluster1"
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_report_over_s3_matches_truth(s3: MotoS3Server, tmp_path: Path, engine: str) -> None:
+    url = f"s3://{DEFAULT_BUCKET}/cluster1-{engine}"
     truth = Truth()
     spec = SyntheticSpec(days=2, intervals_per_day=2, topics=2, clients_per_zone=2)
     asyncio.run(_upload(url, s3.endpoint_url, list(generate(spec, truth))))
     assert len(locate(url, s3.endpoint_url).keys) == truth.objects
-    done = _report_cli(url, s3.endpoint_url, tmp_path / "out")
+    done = _report_cli(url, s3.endpoint_url, tmp_path / "out", engine)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "[5/5]" in done.stderr
     matrix = pq.read_table(tmp_path / "out" / "parquet" / "matrix").to_pylist()
@@ -82,13 +87,14 @@ def test_report_over_s3_matches_truth(s3: MotoS3Server, tmp_path: Path) -> None:
     assert json.loads((tmp_path / "out" / "report.json").read_text())["records"] == truth.rows
 
 
-def test_unknown_version_over_s3_is_named(s3: MotoS3Server, tmp_path: Path) -> None:
-    url = f"s3://{DEFAULT_BUCKET}/cluster2"
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_unknown_version_over_s3_is_named(s3: MotoS3Server, tmp_path: Path, engine: str) -> None:
+    url = f"s3://{DEFAULT_BUCKET}/cluster2-{engine}"
     spec = SyntheticSpec(
         days=1, intervals_per_day=1, topics=1, clients_per_zone=1, schema_version=3
     )
     asyncio.run(_upload(url, s3.endpoint_url, list(generate(spec))))
-    done = _report_cli(url, s3.endpoint_url, tmp_path / "out")
+    done = _report_cli(url, s3.endpoint_url, tmp_path / "out", engine)
     assert done.returncode == 2, done.stderr[-3000:]
     assert "schema_version 3" in done.stderr and "no report was written" in done.stderr
     assert not (tmp_path / "out").exists()

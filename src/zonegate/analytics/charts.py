@@ -6,6 +6,7 @@ Each function returns one `<svg>` string; hovering a mark shows its exact value
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from html import escape
 
@@ -14,16 +15,49 @@ Fmt = Callable[[float], str]
 
 
 def usd(x: float) -> str:
+    """Dollars as people write them: `$1,234.50`, `$0.12`; below a cent, two significant
+    digits in plain decimals (`$0.000022`), never scientific notation; closer to zero
+    than a millionth of a dollar, `<$0.000001` (`>-$0.000001` below zero)."""
     sign, a = ("-" if x < 0 else ""), abs(x)
     if a == 0:
-        return "$0"
-    if a < 1:
-        return f"{sign}${a:.3g}"  # small test clusters still show their cost
-    return f"{sign}${a:,.2f}" if a < 1000 else f"{sign}${a:,.0f}"
+        return "$0.00"
+    if a >= 100_000:
+        return f"{sign}${a:,.0f}"
+    if a >= 1:
+        return f"{sign}${a:,.2f}"
+    if a < 1e-6:
+        return ">-$0.000001" if sign else "<$0.000001"
+    # Below a dollar, two significant digits and at least cents: $0.50, $0.012, $0.000022.
+    decimals = max(2, -math.floor(math.log10(a)) + 1)
+    text = f"{a:.{decimals}f}"
+    if decimals > 2 and float(text) >= 10 ** (2 - decimals):
+        text = f"{a:.{decimals - 1}f}"  # rounding carried it up a digit: $0.0099 -> $0.010
+    whole, frac = text.split(".")
+    frac = frac.rstrip("0").ljust(2, "0")  # $0.050 -> $0.05, as people write it
+    return f"{sign}${whole}.{frac}"
+
+
+def usd_column(values: Sequence[float]) -> Fmt:
+    """A formatter for a column of dollar amounts: the decimals that give its smallest
+    amount (of a millionth of a dollar or more) two significant digits, cents at least."""
+    small = [abs(v) for v in values if abs(v) >= 1e-6]
+    decimals = 2
+    if small and min(small) < 1:
+        decimals = min(6, max(2, -math.floor(math.log10(min(small))) + 1))
+
+    def fmt(x: float) -> str:
+        a = abs(x)
+        if a == 0:
+            return "$0." + "0" * decimals
+        if a < 1e-6 or a >= 100_000:
+            return usd(x)
+        return f"{'-' if x < 0 else ''}${a:,.{decimals}f}"
+
+    return fmt
 
 
 def size(x: float) -> str:
-    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+    for unit, div in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if abs(x) >= div:
             return f"{x / div:,.1f} {unit}"
     return f"{x:,.0f} B"
@@ -125,7 +159,7 @@ def lines(
             f'y2="{py(v):.1f}" class="grid"/>'
         )
         parts.append(_text(left - 6, py(v) + 4, fmt(v), "end", "axis"))
-    every = max(1, len(xs) // 8)
+    every = max(1, math.ceil(len(xs) * 80 / plot_w))  # a date label is ~70 px wide
     for i, x in enumerate(xs):
         if i % every == 0:
             parts.append(_text(px(i), height - 24, x, "middle", "axis"))

@@ -1,7 +1,8 @@
-"""`zonegate report`: the Spark cost report over the nodes' usage records.
+"""`zonegate report`: the cost report over the nodes' usage records.
 
-pyspark is imported only when the command runs, so the broker's commands work
-without the `report` extra installed.
+pyspark is imported only when the Spark engine runs, so the broker's commands,
+and reports small enough for the in-process engine, work without the `report`
+extra installed.
 """
 
 from __future__ import annotations
@@ -12,6 +13,13 @@ import re
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+# On one machine the in-process engine was faster at every size measured, up to
+# 278 MB of records (docs/report.md, "How long it takes"); past this much a single
+# process's run grows to minutes, and Spark can spread the scan over more cores or
+# a cluster. Either engine makes the same report.
+ARROW_MAX_BYTES = 1 << 30
 
 
 def register(subparsers: Any) -> None:
@@ -24,41 +32,91 @@ def register(subparsers: Any) -> None:
             "the savings against Apache Kafka for the same traffic. See docs/report.md."
         ),
     )
-    p.add_argument("--usage", required=True, help="file:///path or s3://bucket/prefix")
-    p.add_argument("--out", required=True, type=Path, help="directory for the report")
-    p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    p.add_argument("--provider", default="aws")
-    p.add_argument("--region", default="us-east-1")
-    p.add_argument("--storage-class", choices=("standard", "express"), default="standard")
+    p.add_argument(
+        "--usage",
+        metavar="URL",
+        required=True,
+        help="where the records are: the object store's root or its usage/ prefix, "
+        "file:///path (zonegate serve's: file://$PWD/zonegate-data/objects) or "
+        "s3://bucket/prefix (required)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        required=True,
+        type=Path,
+        help="directory for the report: new, empty or an earlier report (required)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=("auto", "arrow", "spark"),
+        default="auto",
+        help="what sums the records: arrow (in this process, streaming; no Java) or spark "
+        "(a Spark job; needs the report extra and Java 17+); auto takes spark when --master "
+        f"is given or the records exceed {ARROW_MAX_BYTES >> 30} GiB, else arrow "
+        "(default auto)",
+    )
+    p.add_argument(
+        "--master",
+        default=None,
+        help="Spark master, e.g. spark://host:7077 or local[4]; giving one runs the Spark "
+        "engine (default: local[*], Spark in this process on every core, when Spark runs)",
+    )
+    p.add_argument("--provider", default="aws", help="price table: aws, gcp or azure (default aws)")
+    p.add_argument(
+        "--region",
+        default=None,
+        help="region of the price table (default: the provider's first region, us-east-1 for aws)",
+    )
+    p.add_argument(
+        "--storage-class",
+        choices=("standard", "express"),
+        default="standard",
+        help="S3 Standard or S3 Express One Zone prices (default standard)",
+    )
     p.add_argument(
         "--s3-endpoint",
+        metavar="URL",
         default=os.environ.get("ZONEGATE_S3_ENDPOINT"),
-        help="S3 endpoint URL (default: $ZONEGATE_S3_ENDPOINT)",
+        help="S3 endpoint URL for s3:// records (default: $ZONEGATE_S3_ENDPOINT, else AWS)",
     )
     p.set_defaults(func=run)
 
 
 def _fail(message: str) -> int:
-    print(f"zonegate report: {message}", file=sys.stderr)
-    print("zonegate report: no report was written", file=sys.stderr)
+    print(f"zonegate report: {message} (no report was written)", file=sys.stderr)
     return 2
 
 
+def _endpoint_error(url: str) -> str | None:
+    parts = urlsplit(url)
+    if parts.scheme in ("http", "https") and parts.hostname:
+        return None
+    return f"--s3-endpoint {url!r} is not an http:// or https:// URL with a host"
+
+
+def use_spark(engine: str, master: str | None, usage_bytes: int) -> bool:
+    if engine != "auto":
+        return engine == "spark"
+    return master is not None or usage_bytes > ARROW_MAX_BYTES
+
+
 def run(args: argparse.Namespace) -> int:
-    from zonegate.cost_model.price_tables import price_table
+    from zonegate.cost_model.price_tables import default_region, price_table
     from zonegate.cost_model.prices import UnknownPrice
     from zonegate.usage.schema import UsageInputError
 
     try:
-        prices = price_table(args.provider, args.region)
+        prices = price_table(args.provider, args.region or default_region(args.provider))
         prices.object_storage(args.storage_class)
     except UnknownPrice as exc:
         return _fail(str(exc))
-    try:
-        import pyspark  # noqa: F401
-    except ModuleNotFoundError:
-        return _fail("pyspark is not installed: pip install 'zonegate[report]'")
-    from zonegate.analytics.job import check_out_dir, run_report, spark_session
+    if args.s3_endpoint and (bad := _endpoint_error(args.s3_endpoint)):
+        return _fail(bad)
+    if args.engine == "arrow" and args.master is not None:
+        return _fail("--master is for the Spark engine: drop it or use --engine spark or auto")
+    from zonegate.analytics.job import check_out_dir, run_report
+    from zonegate.analytics.progress import Progress
     from zonegate.analytics.source import locate
 
     try:
@@ -66,19 +124,31 @@ def run(args: argparse.Namespace) -> int:
         loc = locate(args.usage, args.s3_endpoint)
     except UsageInputError as exc:
         return _fail(str(exc))
-    spark = spark_session(args.master)
-    spark.sparkContext.setLogLevel("ERROR")
+    progress = Progress(5)
+    spark = None
+    if use_spark(args.engine, args.master, loc.total_bytes):
+        try:
+            from zonegate.analytics.spark_engine import spark_session
+        except ModuleNotFoundError as exc:
+            return _fail(
+                f"the Spark engine needs {exc.name}, which is not installed: "
+                "pip install -e '.[report]' in the zonegate clone"
+            )
+        spark = spark_session(args.master or "local[*]", console_progress=progress.live)
     try:
-        run_report(spark, loc, args.out, prices, args.storage_class)
+        run_report(loc, args.out, prices, args.storage_class, progress, spark)
     except UsageInputError as exc:
+        progress.abandon()
         return _fail(str(exc))
     except Exception as exc:  # Spark wraps worker errors; show ours if it is one
         ours = worker_error(str(exc))
         if ours is None:
             raise
+        progress.abandon()
         return _fail(ours)
     finally:
-        spark.stop()
+        if spark is not None:
+            spark.stop()
     print(f"report written to {args.out} (open {args.out / 'dashboard.html'})")
     return 0
 

@@ -1,9 +1,10 @@
-"""The report job: read usage records, build the tables, write them and the dashboard.
+"""The report: sum the usage records into facts, build the tables, write them and the dashboard.
 
-All I/O of the report lives here (reading the records, writing Parquet, CSV and
-HTML); the transformations are in `transform`. The output appears in `out_dir`
-only when complete: it is built in a sibling staging directory and renamed
-into place, so a failed run never leaves a report that looks finished.
+All I/O of the report lives here (writing Parquet, CSV and HTML); reading and
+summing the records is the engine's (`facts.arrow_facts` in this process, or
+`spark_engine.spark_facts`), the tables are `tables`'s. The output appears in
+`out_dir` only when complete: it is built in a sibling staging directory and
+renamed into place, so a failed run never leaves a report that looks finished.
 """
 
 from __future__ import annotations
@@ -12,18 +13,19 @@ import datetime
 import json
 import os
 import shutil
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+import pyarrow as pa
 
-from zonegate.analytics import dashboard, transform
+from zonegate.analytics import dashboard
+from zonegate.analytics.facts import arrow_facts
 from zonegate.analytics.progress import Progress
 from zonegate.analytics.savings import kafka_for_day, savings
-from zonegate.analytics.source import UsageLocation, read_usage
+from zonegate.analytics.source import UsageLocation
+from zonegate.analytics.tables import SCHEMAS, report_tables, schema_versions
 from zonegate.cost_model.measured import usage_rates
 from zonegate.cost_model.prices import PriceTable
 from zonegate.usage.schema import UsageInputError, check_versions
@@ -38,84 +40,68 @@ class ReportResult:
     tables: dict[str, list[dict[str, Any]]]
 
 
-def spark_session(master: str = "local[*]", app: str = "zonegate-report") -> SparkSession:
-    # Spark starts its Python workers with `python3` from PATH unless told otherwise;
-    # run from a virtual environment that is not activated, that Python lacks
-    # zonegate (the data source lives in it), and every read fails.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    return (
-        SparkSession.builder.master(master)
-        .appName(app)
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.ui.showConsoleProgress", "true")
-        .getOrCreate()
-    )
-
-
-def _rows(df: DataFrame) -> list[dict[str, Any]]:
-    return [r.asDict() for r in df.collect()]
-
-
 def run_report(
-    spark: SparkSession,
     loc: UsageLocation,
     out_dir: Path,
     prices: PriceTable,
     storage_class: str = "standard",
     progress: Progress | None = None,
+    spark: Any = None,
 ) -> ReportResult:
-    """Build the report for `loc` into `out_dir`; raise `UsageInputError` on bad input."""
+    """Build the report for `loc` into `out_dir`; raise `UsageInputError` on bad input.
+
+    With `spark` (a SparkSession) the records are summed by a Spark job, else in
+    this process; the tables and the files written are the same either way.
+    """
     progress = progress or Progress(5)
     check_out_dir(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
     rates = usage_rates(prices, storage_class)
-    partitions = max(2, spark.sparkContext.defaultParallelism)
+    engine = "Spark" if spark is not None else "in this process"
     progress.step(
-        f"reading {len(loc.keys):,} usage objects ({loc.total_bytes:,} bytes) from {loc.url}"
+        f"reading {len(loc.keys):,} usage objects ({loc.total_bytes:,} bytes) from {loc.url} "
+        f"({engine})"
     )
-    records = read_usage(spark, loc, partitions)
-    facts = transform.facts(records).cache()
-    try:
-        progress.step("summing records by day, kind, zone, topic and client")
-        n_records = int(facts.agg({"records": "sum"}).collect()[0][0] or 0)  # the one scan
-        versions = transform.schema_versions(facts)
-        if None in versions:
-            raise UsageInputError(f"usage records under {loc.url} lack a schema_version")
-        check_versions([v for v in versions if v is not None], loc.url)
-        progress.step("building the zone matrix and costs by topic, client, zone and day")
-        frames = transform.report_frames(facts, rates)
-        zones = transform.zones_seen(facts)
-        tables = {
-            "matrix": _rows(frames.matrix),
-            "cost_by_topic": _rows(frames.cost_by_topic),
-            "cost_by_client": _rows(frames.cost_by_client),
-            "cost_by_zone": _rows(frames.cost_by_zone),
-            "daily": _rows(frames.daily),
-        }
-    finally:
-        facts.unpersist()
+    if spark is not None:
+        from zonegate.analytics.spark_engine import spark_facts
+
+        facts = spark_facts(spark, loc)
+    else:
+        facts = arrow_facts(loc, lambda n: progress.update(f"{n:,} records summed"))
+    progress.step(f"checking the {facts.num_rows:,} sums of records by day, zone, topic, client")
+    versions = schema_versions(facts)
+    if None in versions:
+        raise UsageInputError(f"usage records under {loc.url} lack a schema_version")
+    check_versions([v for v in versions if v is not None], loc.url)
+    progress.step("building the zone matrix and costs by topic, client, zone and day")
+    t = report_tables(facts, rates)
+    tables = {
+        "matrix": t.matrix,
+        "cost_by_topic": t.cost_by_topic,
+        "cost_by_client": t.cost_by_client,
+        "cost_by_zone": t.cost_by_zone,
+        "daily": t.daily,
+    }
     progress.step("pricing the same traffic as Apache Kafka")
     for row in tables["daily"]:
-        row["kafka_usd"] = kafka_for_day(row, len(zones), prices, fetch_from_follower=False).total
+        row["kafka_usd"] = kafka_for_day(row, len(t.zones), prices, fetch_from_follower=False).total
         row["kafka_fff_usd"] = kafka_for_day(
-            row, len(zones), prices, fetch_from_follower=True
+            row, len(t.zones), prices, fetch_from_follower=True
         ).total
-    tables["savings"] = savings(tables["daily"], len(zones), prices).rows()
+    tables["savings"] = savings(tables["daily"], len(t.zones), prices).rows()
     progress.step(f"writing tables (Parquet, CSV) and the dashboard to {out_dir}")
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    staging = _staging_dir(out_dir)
     try:
         for name in TABLES:
-            _write_table(spark, tables[name], staging, name)
+            _write_table(tables[name], SCHEMAS.get(name), staging, name)
         html = dashboard.render(
             dashboard.DashboardData(
                 usage_url=loc.url,
                 generated_at=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
                 prices=prices,
                 storage_class=storage_class,
-                records=n_records,
+                records=t.records,
                 objects=len(loc.keys),
-                zones=zones,
+                zones=t.zones,
                 matrix=tables["matrix"],
                 by_topic=tables["cost_by_topic"],
                 by_client=tables["cost_by_client"],
@@ -129,9 +115,9 @@ def run_report(
             json.dumps(
                 {
                     "usage": loc.url,
-                    "records": n_records,
+                    "records": t.records,
                     "objects": len(loc.keys),
-                    "zones": zones,
+                    "zones": t.zones,
                     "provider": prices.provider,
                     "region": prices.region,
                     "storage_class": storage_class,
@@ -145,22 +131,55 @@ def run_report(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    progress.done(f"report of {n_records:,} records in {out_dir}")
-    return ReportResult(out_dir, n_records, tables)
+    progress.done(f"report of {t.records:,} records in {out_dir}")
+    return ReportResult(out_dir, t.records, tables)
 
 
-def _write_table(spark: SparkSession, rows: list[dict[str, Any]], root: Path, name: str) -> None:
-    """Small tables: built on the driver, one Parquet file and one CSV file each."""
-    if not rows:
-        (root / f"{name}.empty").write_text("no rows\n")
-        return
-    df = spark.createDataFrame(rows).select(*rows[0].keys()).coalesce(1)
-    df.write.parquet(str(root / "parquet" / name))
-    df.write.option("header", "true").csv(str(root / "csv" / name))
+def _write_table(
+    rows: list[dict[str, Any]], schema: pa.Schema | None, root: Path, name: str
+) -> None:
+    """One Parquet file and one CSV file (with a header) per table, empty ones included."""
+    import pyarrow.csv
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist(rows, schema=schema)
+    for kind in ("parquet", "csv"):
+        (root / kind / name).mkdir(parents=True)
+    pq.write_table(table, root / "parquet" / name / "part-00000.parquet")
+    pyarrow.csv.write_csv(table, root / "csv" / name / "part-00000.csv")
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _cannot_write(out_dir: Path, exc: OSError) -> UsageInputError:
+    reason = (exc.strerror or str(exc)).lower()
+    return UsageInputError(f"cannot write the report to {out_dir}: {reason}")
+
+
+def _staging_dir(out_dir: Path) -> Path:
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    except OSError as exc:
+        raise _cannot_write(out_dir, exc) from None
+    # mkdtemp makes it private (0700); the report is for whoever may read the user's files.
+    staging.chmod(0o777 & ~_umask())
+    return staging
 
 
 def check_out_dir(out_dir: Path) -> None:
-    """Refuse to overwrite a directory that is neither empty nor an earlier report."""
+    """Refuse a directory that is neither new, empty nor an earlier report, or that cannot be
+    written: before any record is read, not after minutes of work."""
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out_dir.parent):
+            pass
+    except OSError as exc:
+        raise _cannot_write(out_dir, exc) from None
     if out_dir.exists() and not (
         out_dir.is_dir() and (not any(out_dir.iterdir()) or (out_dir / "report.json").exists())
     ):

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from zonegate.analytics.tables import LEADER_RPCS, NO_CLIENT_ID, NO_TOPIC
 from zonegate.usage.schema import ARROW_SCHEMA, SCHEMA_VERSION
 
 
@@ -38,6 +39,9 @@ class SyntheticSpec:
     start: datetime.datetime = datetime.datetime(2025, 1, 1, tzinfo=datetime.UTC)
     seed: int = 7
     schema_version: int = SCHEMA_VERSION
+    # Multiplies every byte count: 1/4096 looks like a demo session on a laptop,
+    # 10_000 like a busy production cluster. Request counts do not change.
+    byte_scale: float = 1.0
 
 
 @dataclass
@@ -48,8 +52,14 @@ class Truth:
     objects: int = 0
     # (kind, from zone, to zone) -> bytes, every transfer once
     flows: dict[tuple[str, str, str], int] = field(default_factory=lambda: defaultdict(int))
+    # By topic or client id as the report labels them (tables.LEADER_RPCS, ...):
+    # every transfer once, the cross-zone ones, produced and fetched bytes.
+    bytes_by_topic: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    bytes_by_client: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     cross_zone_by_topic: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     cross_zone_by_client: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    produce_by_topic: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    fetch_by_client: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     produce_bytes: int = 0  # produce_data bytes_in
     fetch_bytes: int = 0  # fetch_data bytes_out
     s3_put_requests: int = 0
@@ -162,6 +172,13 @@ def _plan(spec: SyntheticSpec) -> _Plan:
 def generate(spec: SyntheticSpec, truth: Truth | None = None) -> Iterator[UsageObject]:
     """Yield one `UsageObject` per node per interval, adding what it holds to `truth`."""
     rng = np.random.default_rng(spec.seed)
+
+    def nbytes(lo: int, hi: int, n: int) -> np.ndarray:
+        scale = spec.byte_scale
+        if scale == 1.0:
+            return rng.integers(lo, hi, n)
+        return rng.integers(max(1, int(lo * scale)), max(2, int(hi * scale)), n)
+
     plan = _plan(spec)
     nodes = [
         spec.zones[i // spec.nodes_per_zone] for i in range(len(spec.zones) * spec.nodes_per_zone)
@@ -187,7 +204,7 @@ def generate(spec: SyntheticSpec, truth: Truth | None = None) -> Iterator[UsageO
     bounds = np.flatnonzero(np.diff(plan.node)) + 1
     starts = np.concatenate([[0], bounds])
     ends = np.concatenate([bounds, [n_rows]])
-    stored = rng.integers(1 << 30, 4 << 30, len(nodes))
+    stored = nbytes(1 << 30, 4 << 30, len(nodes))
     step_ms = spec.interval_s * 1000
     day_ms = 86_400_000
     t0 = int(spec.start.timestamp() * 1000)
@@ -200,20 +217,20 @@ def generate(spec: SyntheticSpec, truth: Truth | None = None) -> Iterator[UsageO
             start_ms = t0 + day * day_ms + i * step_ms
             v = {c: np.zeros(n_rows, np.int64) for c in cols}
             n_client = int(is_["produce_data"].sum())
-            v["bytes_in"][is_["produce_data"]] = rng.integers(1 << 16, 1 << 22, n_client)
-            v["bytes_out"][is_["produce_data"]] = rng.integers(100, 5000, n_client)
-            v["bytes_in"][is_["fetch_data"]] = rng.integers(100, 5000, n_client)
-            v["bytes_out"][is_["fetch_data"]] = rng.integers(1 << 16, 1 << 22, n_client)
+            v["bytes_in"][is_["produce_data"]] = nbytes(1 << 16, 1 << 22, n_client)
+            v["bytes_out"][is_["produce_data"]] = nbytes(100, 5000, n_client)
+            v["bytes_in"][is_["fetch_data"]] = nbytes(100, 5000, n_client)
+            v["bytes_out"][is_["fetch_data"]] = nbytes(1 << 16, 1 << 22, n_client)
             n_other = int(is_["other"].sum())
-            v["bytes_in"][is_["other"]] = rng.integers(50, 2000, n_other)
-            v["bytes_out"][is_["other"]] = rng.integers(50, 8000, n_other)
+            v["bytes_in"][is_["other"]] = nbytes(50, 2000, n_other)
+            v["bytes_out"][is_["other"]] = nbytes(50, 8000, n_other)
             for k in ("produce_data", "fetch_data", "other"):
                 v["requests"][is_[k]] = rng.integers(1, 500, int(is_[k].sum()))
             # Each produce request forwarded to a remote leader costs a summary, not its data.
             remote = plan.sender_of_produce >= 0
             summary = v["bytes_in"][plan.produce_rows[remote]] // 256 + 40
             np.add.at(v["bytes_out"], plan.sender_of_produce[remote], summary)
-            v["bytes_in"][senders] = rng.integers(20, 400, len(senders))  # the answers
+            v["bytes_in"][senders] = nbytes(20, 400, len(senders))  # the answers
             v["requests"][senders] = rng.integers(1, 100, len(senders))
             v["bytes_in"][receivers] = v["bytes_out"][senders]
             v["bytes_out"][receivers] = v["bytes_in"][senders]
@@ -224,16 +241,16 @@ def generate(spec: SyntheticSpec, truth: Truth | None = None) -> Iterator[UsageO
                 ("s3_put_requests", 1, 300),
                 ("s3_get_requests", 1, 900),
                 ("s3_other_requests", 0, 20),
-                ("s3_put_bytes", 1 << 20, 1 << 26),
-                ("s3_get_bytes", 1 << 20, 1 << 26),
             ):
                 v[c][s3] = rng.integers(lo, hi, n_nodes)
+            for c in ("s3_put_bytes", "s3_get_bytes"):
+                v[c][s3] = nbytes(1 << 20, 1 << 26, n_nodes)
             v["requests"][s3] = (
                 v["s3_put_requests"][s3] + v["s3_get_requests"][s3] + v["s3_other_requests"][s3]
             )
             v["bytes_out"][s3] = v["s3_put_bytes"][s3]
             v["bytes_in"][s3] = v["s3_get_bytes"][s3]
-            stored = stored + rng.integers(0, 1 << 24, n_nodes)
+            stored = stored + nbytes(0, 1 << 24, n_nodes)
             v["stored_bytes"][is_["storage"]] = stored
             table = pa.table(
                 {
@@ -287,11 +304,21 @@ def _account(
         elif k == "forward_rpc":
             # requests leave the sender, answers leave the leader: each once
             moves = [(node_zone[r], peer[r], int(v["bytes_out"][r]))]
+        t_label = str(topic[r]) or (LEADER_RPCS if k == "forward_rpc" else NO_TOPIC)
+        c_label = str(client[r]) or (LEADER_RPCS if k == "forward_rpc" else NO_CLIENT_ID)
         for src, dst, b in moves:
+            if b == 0:
+                continue
             truth.flows[(k, str(src), str(dst))] += b
+            truth.bytes_by_topic[t_label] += b
+            truth.bytes_by_client[c_label] += b
             if src != dst:
-                truth.cross_zone_by_topic[str(topic[r])] += b
-                truth.cross_zone_by_client[str(client[r])] += b
+                truth.cross_zone_by_topic[t_label] += b
+                truth.cross_zone_by_client[c_label] += b
+        if k == "produce_data":
+            truth.produce_by_topic[t_label] += int(v["bytes_in"][r])
+        elif k == "fetch_data":
+            truth.fetch_by_client[c_label] += int(v["bytes_out"][r])
     truth.produce_bytes += int(v["bytes_in"][kind == "produce_data"].sum())
     truth.fetch_bytes += int(v["bytes_out"][kind == "fetch_data"].sum())
     for c in (

@@ -6,6 +6,9 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import zonegate
 
 # Each module exposes `register(subparsers)`, adding one or more subcommands whose
 # parsers set `func=callable(args) -> int`. Modules are imported only when present,
@@ -16,10 +19,39 @@ _SUBCOMMAND_MODULES = (
     "zonegate.analytics.cli",
 )
 
+_DESCRIPTION = (
+    "A Kafka-compatible broker whose producers never pay for cross-zone traffic, and "
+    "the tools to price it. Run `zonegate COMMAND --help` for a command's options."
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes are one line naming the option, then where to read more.
+
+    argparse's default repeats the whole usage first, which for `serve` is a
+    screenful in front of the one line that matters. Abbreviated options are
+    refused: `--zone` would otherwise be taken for `--zones` on one command and
+    be ambiguous on another.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def version() -> str:
+    return zonegate.__version__
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="zonegate", description=__doc__)
-    subparsers = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="zonegate", description=_DESCRIPTION)
+    parser.add_argument(
+        "--version", action="version", version=f"zonegate {version()}", help="print the version"
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in _SUBCOMMAND_MODULES:
         try:
             module = importlib.import_module(name)
@@ -34,6 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command is None:
+        # Plain `zonegate`: what there is to run, not an error about what is missing.
+        parser.print_help()
+        return 0
     result: int = args.func(args)
     return result
 

@@ -4,104 +4,209 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
+import errno
 import logging
 import os
+import re
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zonegate.broker.config import NodeConfig
+from zonegate.broker.startup import StartupError, bind_failure, check_config, check_writable_dir
+
+if TYPE_CHECKING:
+    from zonegate.broker.node import Node
 
 
 def _host_port(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit():
+    if not sep or not port.isdigit() or int(port) > 65535:
         raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
     return host or "0.0.0.0", int(port)
 
 
-def _add_node_args(p: argparse.ArgumentParser) -> None:
+def _at_least(lo: float, kind: type[int] | type[float]) -> Any:
+    """An argparse type: a number of `kind`, refused by name when below `lo`."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {kind.__name__}, got {text!r}") from None
+        if value < lo:
+            raise argparse.ArgumentTypeError(f"must be at least {lo:g}, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse
+
+
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _log_level(text: str) -> str:
+    if text.upper() not in _LOG_LEVELS:
+        raise argparse.ArgumentTypeError(
+            f"expected one of {', '.join(_LOG_LEVELS)} (any case), got {text!r}"
+        )
+    return text.upper()
+
+
+class _ZoneOnServe(argparse.Action):
+    """`serve --zone Z`: say which option was meant instead of "unrecognized argument"."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        parser.error(
+            "serve runs one node per zone and takes --zones ZONE,... "
+            "(--zone ZONE is for zonegate node)"
+        )
+
+
+def _add_node_args(p: argparse.ArgumentParser, *, embedded: bool) -> None:
+    """Options of `serve` (embedded=True: one node per zone) and of `node` (one node)."""
+    if embedded:
+        listen_help = (
+            "Kafka listener HOST:PORT of the first zone's node; zone i listens on PORT+i "
+            "(default 127.0.0.1:9092, so 9092, 9093, 9094; port 0: any free ports)"
+        )
+        data_help = (
+            "where the nodes keep their data: DATA_DIR/objects (object store), "
+            "DATA_DIR/meta.db (metadata store), DATA_DIR/node-N (default ./zonegate-data)"
+        )
+        node_id_help = "id of the first zone's node; zone i's node gets ID+i (default 1)"
+        http_help = (
+            "port for /metrics, /healthz, /readyz on the first zone's node, PORT+i on zone i's "
+            "(default: no HTTP endpoint)"
+        )
+    else:
+        listen_help = "Kafka listener HOST:PORT (default 127.0.0.1:9092)"
+        data_help = "where the node keeps its data (default ./zonegate-data)"
+        node_id_help = "this node's id, unique in the cluster (default 1)"
+        http_help = "port for /metrics, /healthz, /readyz (default: no HTTP endpoint)"
     p.add_argument(
         "--listen",
+        metavar="HOST:PORT",
         type=_host_port,
         default=("127.0.0.1", 9092),
-        help="Kafka listener HOST:PORT (default 127.0.0.1:9092)",
+        help=listen_help,
     )
     p.add_argument(
         "--advertised-host",
+        metavar="HOST",
         default=None,
         help="host name given to clients in Metadata (default: the listen host)",
     )
     p.add_argument(
-        "--data-dir",
-        type=Path,
-        default=Path("./zonegate-data"),
-        help="where the node keeps its data (default ./zonegate-data)",
+        "--data-dir", metavar="DATA_DIR", type=Path, default=Path("./zonegate-data"), help=data_help
     )
     p.add_argument(
         "--object-store",
+        metavar="URL",
         default=None,
-        help="file:///path or s3://bucket/prefix (default file://DATA_DIR/objects)",
+        help="where WAL objects and usage records go: file:///absolute/path or "
+        "s3://bucket/prefix (default file://DATA_DIR/objects)",
     )
     p.add_argument(
         "--s3-endpoint",
+        metavar="URL",
         default=os.environ.get("ZONEGATE_S3_ENDPOINT"),
-        help="S3 endpoint URL (default: AWS, or $ZONEGATE_S3_ENDPOINT)",
+        help="S3 endpoint URL for an s3:// object store, e.g. http://minio:9000 "
+        "(default: $ZONEGATE_S3_ENDPOINT, else AWS)",
     )
     p.add_argument(
-        "--metastore", default=None, help="sqlite:///path (default sqlite:///DATA_DIR/meta.db)"
+        "--metastore",
+        metavar="URL",
+        default=None,
+        help="metadata store: sqlite:///path/meta.db (default sqlite:///DATA_DIR/meta.db)",
     )
-    p.add_argument("--node-id", type=int, default=1)
+    p.add_argument("--node-id", metavar="ID", type=_at_least(0, int), default=1, help=node_id_help)
+    if embedded:
+        p.add_argument("--zone", action=_ZoneOnServe, help=argparse.SUPPRESS)
+        p.add_argument(
+            "--zones",
+            metavar="ZONE,...",
+            default="zone-a,zone-b,zone-c",
+            help="comma-separated zone names, one node each; one name runs a single node "
+            "(default zone-a,zone-b,zone-c)",
+        )
+    else:
+        p.add_argument(
+            "--zone",
+            metavar="ZONE",
+            default="zone-a",
+            help="this node's availability zone; clients are served by nodes of their own "
+            "zone (default zone-a)",
+        )
+    p.add_argument(
+        "--cluster-id",
+        metavar="NAME",
+        default="zonegate",
+        help="cluster name, the same on every node: Kafka's cluster id is derived from it and "
+        "usage records carry it (default zonegate)",
+    )
     p.add_argument(
         "--group-min-session-timeout-ms",
-        type=int,
+        metavar="MS",
+        type=_at_least(0, int),
         default=6000,
         help="group.min.session.timeout.ms (default 6000)",
     )
     p.add_argument(
         "--group-max-session-timeout-ms",
-        type=int,
+        metavar="MS",
+        type=_at_least(0, int),
         default=1_800_000,
         help="group.max.session.timeout.ms (default 1800000)",
     )
     p.add_argument(
         "--group-initial-rebalance-delay-ms",
-        type=int,
+        metavar="MS",
+        type=_at_least(0, int),
         default=3000,
         help="group.initial.rebalance.delay.ms: how long a new group waits for more members "
         "before its first rebalance (default 3000)",
     )
     p.add_argument(
         "--group-consumer-heartbeat-interval-ms",
-        type=int,
+        metavar="MS",
+        type=_at_least(1, int),
         default=5000,
         help="group.consumer.heartbeat.interval.ms: how often KIP-848 consumers heartbeat "
         "(default 5000)",
     )
     p.add_argument(
         "--group-consumer-session-timeout-ms",
-        type=int,
+        metavar="MS",
+        type=_at_least(1, int),
         default=45000,
         help="group.consumer.session.timeout.ms: a KIP-848 consumer silent this long leaves "
         "the group (default 45000)",
     )
-    p.add_argument("--zone", default="zone-a")
-    p.add_argument("--cluster-id", default="zonegate")
-    p.add_argument("--wal-seal-bytes", type=int, default=8 * 1024 * 1024)
+    p.add_argument(
+        "--wal-seal-bytes",
+        metavar="BYTES",
+        type=_at_least(1, int),
+        default=8 * 1024 * 1024,
+        help="seal and upload a WAL object when it holds this many bytes (default 8388608, 8 MiB)",
+    )
     p.add_argument(
         "--wal-seal-age-ms",
-        type=float,
+        metavar="MS",
+        type=_at_least(0, float),
         default=None,
-        help="default 250 on S3, 2 on a local directory",
+        help="seal and upload a WAL object at this age at the latest (default 250 on S3, "
+        "2 on a local directory)",
     )
     p.add_argument(
         "--wal-seal-when-idle",
         choices=("true", "false"),
         default="true",
         help="seal a WAL object at once when no upload is in flight (group commit; the "
-        "seal age and size stay upper bounds); false: wait for the age or size",
+        "seal age and size stay upper bounds); false: wait for the age or size (default true)",
     )
     p.add_argument(
         "--auto-create-topics",
@@ -111,76 +216,108 @@ def _add_node_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--num-partitions",
-        type=int,
+        metavar="N",
+        type=_at_least(1, int),
         default=1,
-        help="partitions of auto-created topics (num.partitions)",
+        help="partitions of auto-created topics, num.partitions (default 1)",
     )
     p.add_argument(
-        "--max-request-bytes", type=int, default=104_857_600, help="socket.request.max.bytes"
+        "--max-request-bytes",
+        metavar="BYTES",
+        type=_at_least(1, int),
+        default=104_857_600,
+        help="largest request accepted, socket.request.max.bytes (default 104857600)",
     )
     p.add_argument(
         "--rpc-listen",
+        metavar="HOST:PORT",
         type=_host_port,
         default=None,
-        help="leader gRPC listener HOST:PORT (default: the Kafka host, any port)",
+        help="leader gRPC listener HOST:PORT (default: the Kafka host, any free port)",
     )
     p.add_argument(
-        "--http-port",
-        type=int,
-        default=None,
-        help="port for /metrics, /healthz, /readyz (default: none)",
+        "--http-port", metavar="PORT", type=_at_least(0, int), default=None, help=http_help
     )
     p.add_argument(
         "--lease-ms",
-        type=int,
+        metavar="MS",
+        type=_at_least(1, int),
         default=6000,
-        help="node and controller lease; a dead node's partitions move within it",
+        help="node and controller lease: a node silent this long has its partitions moved "
+        "to live nodes (default 6000)",
     )
     p.add_argument(
         "--zone-routing",
         choices=("true", "false"),
         default="true",
-        help="answer Metadata with same-zone nodes only (false: real leaders, as plain Kafka)",
+        help="answer Metadata with nodes of the client's zone only; false: the real leaders, "
+        "as plain Kafka (default true)",
     )
     p.add_argument(
         "--zone-map",
+        metavar="CIDR=ZONE,...",
         default="",
-        help="client source CIDR to zone map: 10.0.1.0/24=zone-a,10.0.2.0/24=zone-b",
+        help="client source CIDR to zone, for clients whose client.id names no zone: "
+        "10.0.1.0/24=zone-a,10.0.2.0/24=zone-b (default: none; such clients are in the "
+        "zone of the node they reach)",
     )
     p.add_argument(
         "--usage-interval-s",
-        type=float,
+        metavar="SECONDS",
+        type=_at_least(0.001, float),
         default=60.0,
-        help="how often usage records are written to the object store",
+        help="how often each node writes its usage records (docs/usage-records.md) under "
+        "usage/ in the object store, and once more when it stops (default 60)",
     )
-    p.add_argument("--log-level", default=os.environ.get("ZONEGATE_LOG_LEVEL", "INFO"))
+    p.add_argument(
+        "--log-level",
+        metavar="LEVEL",
+        type=_log_level,
+        default=os.environ.get("ZONEGATE_LOG_LEVEL", "INFO"),  # argparse applies the type
+        help="DEBUG, INFO, WARNING or ERROR; logs go to stderr "
+        "(default: $ZONEGATE_LOG_LEVEL, else INFO)",
+    )
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "serve",
+        usage="%(prog)s [OPTIONS]",
         help="run the embedded default: one node per zone in one process",
         description="The embedded default: one node per zone (three by default) in one "
-        "process, sharing a local-directory object store and a SQLite metadata store. "
-        "Zone i listens on the --listen port + i (all ephemeral when the port is 0).",
+        "process, sharing a local-directory object store and a SQLite metadata store under "
+        "--data-dir. Zone i listens on the --listen port + i (all ephemeral when the port is "
+        "0). Stop it with Ctrl-C (SIGINT) or SIGTERM; it finishes what it accepted and writes "
+        "its last usage records.",
     )
-    _add_node_args(p)
-    p.add_argument(
-        "--zones",
-        default="zone-a,zone-b,zone-c",
-        help="comma-separated zone names, one node each (default zone-a,zone-b,zone-c)",
-    )
+    _add_node_args(p, embedded=True)
     p.set_defaults(func=run_serve)
     p = subparsers.add_parser(
-        "node", help="run one node of a cluster", description="Run one node of a cluster."
+        "node",
+        usage="%(prog)s --zone ZONE --node-id ID [OPTIONS]",
+        help="run one node of a cluster",
+        description="Run one node of a cluster: every node of the cluster shares one "
+        "--metastore and one --object-store, and has its own --node-id and --zone.",
     )
-    _add_node_args(p)
+    _add_node_args(p, embedded=False)
     p.set_defaults(func=run_node)
 
 
-def config_from_args(args: argparse.Namespace) -> NodeConfig:
+def _zone_cidrs(spec: str) -> tuple[tuple[str, str], ...]:
+    import ipaddress
+
     from zonegate.router.zones import parse_cidr_map
 
+    try:
+        cidrs = parse_cidr_map(spec)
+        for cidr in cidrs:
+            ipaddress.ip_network(cidr, strict=False)
+    except ValueError as exc:
+        raise StartupError(f"--zone-map {spec!r}: {exc}") from None
+    return tuple(cidrs.items())
+
+
+def config_from_args(args: argparse.Namespace) -> NodeConfig:
     host, port = args.listen
     rpc_host, rpc_port = args.rpc_listen or (host, 0)
     return NodeConfig(
@@ -192,11 +329,11 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         http_port=args.http_port,
         lease_ms=args.lease_ms,
         zone_routing=args.zone_routing == "true",
-        zone_cidrs=tuple(parse_cidr_map(args.zone_map).items()),
+        zone_cidrs=_zone_cidrs(args.zone_map),
         usage_interval_s=args.usage_interval_s,
         advertised_host=args.advertised_host,
         node_id=args.node_id,
-        zone=args.zone,
+        zone=getattr(args, "zone", "zone-a"),  # serve has --zones instead
         cluster_id=args.cluster_id,
         object_store_url=args.object_store,
         s3_endpoint=args.s3_endpoint,
@@ -217,7 +354,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
 
 def _setup(args: argparse.Namespace) -> None:
     logging.basicConfig(
-        level=args.log_level.upper(),
+        level=args.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
@@ -226,9 +363,23 @@ def _setup(args: argparse.Namespace) -> None:
     uvloop.install()
 
 
-def run_node(args: argparse.Namespace) -> int:
+def _run(command: str, args: argparse.Namespace, configs: list[NodeConfig]) -> int:
     _setup(args)
-    return asyncio.run(_serve([config_from_args(args)]))
+    try:
+        return asyncio.run(_serve(configs))
+    except StartupError as exc:
+        print(f"zonegate {command}: {exc}", file=sys.stderr)
+        return 2
+
+
+def run_node(args: argparse.Namespace) -> int:
+    try:
+        config = config_from_args(args)
+        check_config(config)
+    except StartupError as exc:
+        print(f"zonegate node: {exc}", file=sys.stderr)
+        return 2
+    return _run("node", args, [config])
 
 
 def serve_configs(args: argparse.Namespace) -> list[NodeConfig]:
@@ -236,7 +387,7 @@ def serve_configs(args: argparse.Namespace) -> list[NodeConfig]:
     base = config_from_args(args)
     zones = [z.strip() for z in args.zones.split(",") if z.strip()]
     if not zones or len(set(zones)) != len(zones):
-        raise SystemExit(f"--zones must name distinct zones, got {args.zones!r}")
+        raise StartupError(f"--zones must name distinct zones, got {args.zones!r}")
     configs = []
     for i, zone in enumerate(zones):
         configs.append(
@@ -255,16 +406,45 @@ def serve_configs(args: argparse.Namespace) -> list[NodeConfig]:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    _setup(args)
-    return asyncio.run(_serve(serve_configs(args)))
+    try:
+        # The shared directory first, so a failure names the directory the user gave.
+        check_writable_dir(args.data_dir, "data directory (--data-dir)")
+        configs = serve_configs(args)
+        for i, config in enumerate(configs):
+            check_config(config, listen_option=f"--listen port + {i}" if i else "--listen")
+    except StartupError as exc:
+        print(f"zonegate serve: {exc}", file=sys.stderr)
+        return 2
+    return _run("serve", args, configs)
+
+
+async def _start(configs: list[NodeConfig]) -> list[Node]:
+    """Start every node, or stop those started and raise `StartupError` saying why not."""
+    from zonegate.broker.node import Node
+
+    nodes: list[Node] = []
+    try:
+        for c in configs:
+            nodes.append(Node(c))
+            await nodes[-1].start()
+    except OSError as exc:
+        # The checks bound every port first; another process may still take one meanwhile.
+        c = nodes[-1].config if nodes else configs[0]
+        what = f"node {c.node_id}, zone {c.zone}"
+        for node in reversed(nodes):
+            with contextlib.suppress(Exception):
+                await node.stop()
+        if exc.errno == errno.EADDRINUSE:
+            # The Kafka listener is the usual one; the event loop's message names the address.
+            m = re.search(r"\('([^']*)', (\d+)", str(exc))
+            host, port = (m.group(1), int(m.group(2))) if m else (c.host, c.port)
+            raise StartupError(bind_failure(host, port, what, exc)) from None
+        raise StartupError(f"{what} cannot start: {exc}") from None
+    return nodes
 
 
 async def _serve(configs: list[NodeConfig]) -> int:
-    from zonegate.broker.node import Node
-
-    nodes = [Node(c) for c in configs]
-    for node in nodes:
-        await node.start()
+    nodes = await _start(configs)
     for node in nodes:
         c = node.config
         http = f", http {node.http.port}" if node.http is not None else ""

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from zonegate.cost_model.breakdown import LINE_ITEMS
-from zonegate.cost_model.price_tables import price_table
+from zonegate.cost_model.price_tables import default_region, price_table
 from zonegate.cost_model.prices import PriceTable, UnknownPrice
 from zonegate.cost_model.whatif import Assumptions, Scenario, Workload, compare
 
@@ -34,32 +34,88 @@ def register(subparsers: Any) -> None:
             "routing, and zonegate. Formulas: docs/cost-model.md; prices: docs/prices.md."
         ),
     )
-    p.add_argument("--ingress-mib-s", type=float, required=True, help="produce MiB/s")
-    p.add_argument("--fanout", type=float, default=1.0, help="consumer groups reading it all")
-    p.add_argument("--zones", type=int, default=3)
-    p.add_argument("--retention-hours", type=float, default=72.0)
-    p.add_argument("--partitions", type=int, default=100)
-    p.add_argument("--wal-seal-size", type=parse_size, default=8 << 20, help="e.g. 8MiB")
-    p.add_argument("--wal-seal-age-ms", type=float, default=250.0)
-    p.add_argument("--nodes-per-zone", type=int, default=1)
-    p.add_argument("--days", type=float, default=30.0, help="period priced (default 30)")
-    p.add_argument("--provider", default="aws", help="aws, gcp or azure")
-    p.add_argument("--region", default=None, help="default: the provider's first region")
-    p.add_argument("--storage-class", choices=("standard", "express"), default="standard")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument(
+        "--ingress-mib-s",
+        metavar="MIB_S",
+        type=float,
+        required=True,
+        help="produce throughput in MiB/s (required)",
+    )
+    p.add_argument(
+        "--fanout",
+        metavar="N",
+        type=float,
+        default=1.0,
+        help="consumer groups reading everything produced (default 1)",
+    )
+    p.add_argument(
+        "--zones",
+        metavar="N",
+        type=int,
+        default=3,
+        help="availability zones the cluster and its clients spread over (default 3)",
+    )
+    p.add_argument(
+        "--retention-hours",
+        metavar="HOURS",
+        type=float,
+        default=72.0,
+        help="how long data is kept (default 72)",
+    )
+    p.add_argument(
+        "--partitions",
+        metavar="N",
+        type=int,
+        default=100,
+        help="partitions over all topics; sets how many stream objects compaction writes "
+        "(default 100)",
+    )
+    p.add_argument(
+        "--wal-seal-size",
+        metavar="SIZE",
+        type=parse_size,
+        default=8 << 20,
+        help="WAL object size at which an S3 broker uploads, e.g. 8MiB (default 8MiB)",
+    )
+    p.add_argument(
+        "--wal-seal-age-ms",
+        metavar="MS",
+        type=float,
+        default=250.0,
+        help="WAL object age at which an S3 broker uploads at the latest (default 250)",
+    )
+    p.add_argument(
+        "--nodes-per-zone",
+        metavar="N",
+        type=int,
+        default=1,
+        help="broker nodes in each zone, each writing its own WAL objects (default 1)",
+    )
+    p.add_argument(
+        "--days", metavar="DAYS", type=float, default=30.0, help="period priced (default 30)"
+    )
+    p.add_argument("--provider", default="aws", help="price table: aws, gcp or azure (default aws)")
+    p.add_argument(
+        "--region",
+        default=None,
+        help="region of the provider's price table (default: the provider's first region, "
+        "us-east-1 for aws)",
+    )
+    p.add_argument(
+        "--storage-class",
+        choices=("standard", "express"),
+        default="standard",
+        help="S3 Standard or S3 Express One Zone prices (default standard)",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print JSON instead of a table (default: a table)"
+    )
     p.set_defaults(func=run)
-
-
-def _default_region(provider: str) -> str:
-    from zonegate.cost_model.price_tables import known_regions
-
-    regions = known_regions().get(provider)
-    return regions[0] if regions else ""
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        prices = price_table(args.provider, args.region or _default_region(args.provider))
+        prices = price_table(args.provider, args.region or default_region(args.provider))
         workload = Workload(
             ingress_mib_s=args.ingress_mib_s,
             fanout=args.fanout,

@@ -143,6 +143,12 @@ def known_regions() -> dict[str, list[str]]:
     return out
 
 
+def default_region(provider: str) -> str:
+    """The provider's first region, or "" for an unknown provider (price_table then says so)."""
+    regions = known_regions().get(provider)
+    return regions[0] if regions else ""
+
+
 def price_table(provider: str, region: str) -> PriceTable:
     """The table for `provider`/`region`, or `UnknownPrice` naming what is known."""
     regions = known_regions()

@@ -1,4 +1,4 @@
-"""Which zone a Kafka client is in, in DESIGN.md's order.
+"""Which zone a Kafka client is in, in the order docs/architecture.md gives.
 
 1. a zone tag in `client.id`: `zonegate_az=Z`, and for clients configured for
    other zone-aware brokers `automq_az=`, `ws_az=`/`warpstream_az=`, `zone=`;
