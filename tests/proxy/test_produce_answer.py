@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
@@ -30,9 +31,20 @@ def _kio_answer(version: int, works: list[ProducedPartition]) -> Any:
                 index=w.partition,
                 error_code=w.error,
                 base_offset=w.base_offset,
-                log_append_time=None,
+                log_append_time=datetime.datetime.fromtimestamp(
+                    w.log_append_time / 1000, datetime.UTC
+                )
+                if w.log_append_time >= 0
+                else None,
                 log_start_offset=w.log_start_offset,
-                record_errors=(),
+                record_errors=tuple(
+                    make(
+                        cls("BatchIndexAndErrorMessage"), batch_index=i, batch_index_error_message=m
+                    )
+                    for i, m in w.record_errors
+                )
+                if version >= 8
+                else (),
                 error_message=w.message,
                 current_leader=make(cls("LeaderIdAndEpoch")) if version >= 10 else None,
             )
@@ -58,7 +70,17 @@ def _works() -> list[ProducedPartition]:
     # An error from the leader: answered as an error, no offsets.
     fenced = ProducedPartition("orders", 1, ErrorCode.not_leader_or_follower)
     long_name = ProducedPartition("x" * 300, 2, base_offset=5, log_start_offset=1)
-    return [ok, corrupt, ok2, unknown, fenced, long_name]
+    # A LogAppendTime topic's answer carries the append time.
+    stamped = ProducedPartition("logs", 4, base_offset=9, log_append_time=1_700_000_000_123)
+    # KIP-467: the records of a batch refused for their timestamps, by index.
+    refused = ProducedPartition(
+        "orders",
+        5,
+        ErrorCode.invalid_timestamp,
+        "2 record(s) have timestamps outside the window",
+        record_errors=((0, "timestamp 1 of record 0 is too old"), (3, None)),
+    )
+    return [ok, corrupt, ok2, unknown, fenced, long_name, stamped, refused]
 
 
 @pytest.mark.parametrize("version", range(3, 12))
@@ -69,7 +91,16 @@ def test_hand_encoded_answer_matches_kio(version: int) -> None:
     assert got == expected
     cid, back = decode_response(got[4:], response_class(0, version, "ProduceResponse"))
     assert cid == 77
-    assert [p.index for t in back.responses for p in t.partition_responses] == [0, 3, 1, 1, 9, 2]
+    assert [p.index for t in back.responses for p in t.partition_responses] == [
+        0,
+        3,
+        1,
+        5,
+        1,
+        9,
+        2,
+        4,
+    ]
 
 
 @pytest.mark.parametrize("version", [3, 8, 9, 11])

@@ -82,3 +82,38 @@ def test_parts_stop_in_reverse_and_failures_are_kept(caplog: pytest.LogCaptureFi
         assert "stopping b failed" in caplog.text
 
     asyncio.run(run())
+
+
+def test_a_periodic_task_can_be_woken_and_asked_to_come_sooner() -> None:
+    async def run() -> None:
+        clock = ManualClock()
+        sup = Supervisor("node 1", clock)
+        ticks: list[float] = []
+        wake = asyncio.Event()
+        due: list[float | None] = [None]
+
+        async def tick() -> None:
+            ticks.append(clock.monotonic())
+
+        async def settle() -> None:
+            for _ in range(20):  # the loop's waits run through a few tasks
+                await asyncio.sleep(0)
+
+        sup.every("gc", 10, tick, wake=wake, next_in=lambda: due[0])
+        await settle()
+        await clock.advance(10)
+        await settle()
+        assert ticks == [1010.0]
+        wake.set()  # woken: a tick at once, not at 1020
+        await settle()
+        assert ticks == [1010.0, 1010.0]
+        due[0] = 3.0  # from now on, the next one is wanted in 3 s
+        await clock.advance(10)  # the sleep under way was for the interval
+        await settle()
+        assert ticks == [1010.0, 1010.0, 1020.0]
+        await clock.advance(3)
+        await settle()
+        assert ticks[3] == 1023.0
+        await sup.stop()
+
+    asyncio.run(run())

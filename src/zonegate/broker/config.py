@@ -34,6 +34,12 @@ class NodeConfig:
     zone_routing: bool = True
     zone_cidrs: tuple[tuple[str, str], ...] = ()  # (CIDR, zone)
     usage_interval_s: float = 60.0
+    # Storage lifecycle (docs/storage.md).
+    retention_check_interval_ms: int = 30_000  # log.retention.check.interval.ms
+    segment_delete_delay_ms: int = 60_000  # log.segment.delete.delay.ms
+    gc_interval_ms: int = 60_000
+    gc_orphan_grace_ms: int = 600_000
+    usage_retention_days: int = 30
     drain_timeout_s: float = 10.0
     # Classic consumer groups, Kafka's broker settings and defaults.
     group_min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
@@ -60,4 +66,3 @@ class NodeConfig:
     @property
     def advertised(self) -> str:
         return self.advertised_host or self.host
-

@@ -98,6 +98,75 @@ class NodeCollector(Collector):
         buckets.append(("+Inf", cumulative + per_fetch.counts[-1]))
         gets.add_metric([str(acc.node_id)], buckets, per_fetch.total)
         yield gets
+        yield from _storage_metrics(node, str(acc.node_id))
+
+
+def _storage_metrics(node: Node, node_id: str) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+    """Retention and object GC (docs/storage.md). GC runs on the controller only: the
+    object counts are as of that node's last pass, and zero on the others."""
+    gc, ret = node.gc.stats, node.retention.stats
+    objects = GaugeMetricFamily(
+        "zonegate_storage_objects",
+        "Objects in the store by kind, as of the last GC pass",
+        labels=["node", "kind"],
+    )
+    size = GaugeMetricFamily(
+        "zonegate_storage_bytes",
+        "Bytes in the store by kind, as of the last GC pass",
+        labels=["node", "kind"],
+    )
+    for kind, (n, b) in sorted(gc.stored.items()):
+        objects.add_metric([node_id, kind], n)
+        size.add_metric([node_id, kind], b)
+    yield objects
+    yield size
+    for name, help_text, value, family in (
+        (
+            "zonegate_gc_pending_objects",
+            "Objects nothing names, waiting out the grace",
+            gc.pending_objects,
+            GaugeMetricFamily,
+        ),
+        (
+            "zonegate_gc_pending_bytes",
+            "Bytes of objects waiting out the grace",
+            gc.pending_bytes,
+            GaugeMetricFamily,
+        ),
+        (
+            "zonegate_gc_deleted_objects",
+            "Objects object GC deleted",
+            gc.deleted_objects,
+            CounterMetricFamily,
+        ),
+        (
+            "zonegate_gc_deleted_bytes",
+            "Bytes object GC deleted",
+            gc.deleted_bytes,
+            CounterMetricFamily,
+        ),
+        (
+            "zonegate_gc_deleted_usage_objects",
+            "Usage records deleted past their retention",
+            gc.deleted_usage_objects,
+            CounterMetricFamily,
+        ),
+        (
+            "zonegate_retention_deleted_entries",
+            "Index entries retention dropped",
+            ret.entries_deleted,
+            CounterMetricFamily,
+        ),
+        (
+            "zonegate_retention_deleted_bytes",
+            "Bytes of batches retention dropped",
+            ret.bytes_deleted,
+            CounterMetricFamily,
+        ),
+    ):
+        metric = family(name, help_text, labels=["node"])
+        metric.add_metric([node_id], value)
+        yield metric
 
 
 def node_registry(node: Node) -> CollectorRegistry:

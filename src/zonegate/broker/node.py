@@ -44,8 +44,9 @@ from zonegate.services.catalog import Catalog
 from zonegate.services.cluster import ClusterSettings, NodeCluster
 from zonegate.services.groups import RoutedGroups
 from zonegate.services.read_path import ReadService
-from zonegate.services.topic_configs import TOPIC_CONFIGS
+from zonegate.services.retention import RetentionService
 from zonegate.services.write_path import ProduceService
+from zonegate.storage.gc import GcSettings, ObjectGc
 from zonegate.storage.log_cache import LogCache
 from zonegate.storage.objects import open_object_store
 from zonegate.storage.reader import StreamReader
@@ -61,11 +62,17 @@ class Node:
         self.clock = clock
         self.supervisor = Supervisor(f"node {config.node_id}", clock)
         self.meta: MetaStore = open_metastore(config.meta_url)
-        self.store = open_object_store(config.store_url, endpoint_url=config.s3_endpoint)
+        # A local pack file stops taking objects well before GC could take it for an
+        # orphan (docs/storage.md).
+        self.store = open_object_store(
+            config.store_url,
+            endpoint_url=config.s3_endpoint,
+            pack_max_age_s=min(60.0, config.gc_orphan_grace_ms / 2000),
+        )
         self.log_cache = LogCache(config.log_cache_bytes)
         self.reader = StreamReader(self.store, self.log_cache)
         self.accounting = Accounting(config.node_id, config.zone)
-        self.local_leader = LeaderService(self.meta)
+        self.local_leader = LeaderService(self.meta, clock)
         me = NodeRecord(
             config.node_id,
             config.zone,
@@ -83,6 +90,7 @@ class Node:
             default_partitions=config.default_partitions,
             auto_create=config.auto_create_topics,
             on_deleted=self._on_topic_deleted,
+            node_id=config.node_id,
         )
         self.catalog.listeners.append(self._on_catalog_change)
         self.coordinator = GroupCoordinator(
@@ -157,12 +165,41 @@ class Node:
             clock,
             owner_wait_s=config.lease_ms / 1000 + 2.0,
         )
+        # Set when this node let go of data (retention, a deleted topic): object GC runs
+        # at once, so what it frees waits only its grace, not a GC interval besides.
+        self._gc_wake = asyncio.Event()
+        self.retention = RetentionService(
+            config.node_id,
+            self.catalog.partitions,
+            self.catalog.get,
+            self.catalog.config,
+            self.local_leader,
+            on_dropped=self._gc_wake.set,
+        )
+        self.gc = ObjectGc(
+            self.store,
+            self.meta,
+            clock,
+            GcSettings(
+                unreferenced_grace_ms=config.segment_delete_delay_ms,
+                orphan_grace_ms=config.gc_orphan_grace_ms,
+                usage_retention_ms=config.usage_retention_days * 86_400_000,
+            ),
+        )
         self.services = Services(
             cluster=self.cluster,
             topics=self.catalog,
-            produce=ProduceService(self.catalog.get, self.wal, self.leader, self.meta),
+            produce=ProduceService(
+                self.catalog.get, self.catalog.config, self.wal, self.leader, self.meta, clock
+            ),
             fetch=ReadService(
-                self.catalog.get, self.catalog.lookup, self.leader, self.reader, self.meta, clock
+                self.catalog.get,
+                self.catalog.lookup,
+                self.catalog.config,
+                self.leader,
+                self.reader,
+                self.meta,
+                clock,
             ),
             groups=self.groups,
             accounting=self.accounting,
@@ -195,8 +232,6 @@ class Node:
             "broker.id": str(c.node_id),
             "node.id": str(c.node_id),
             "broker.rack": c.zone,
-            "message.max.bytes": TOPIC_CONFIGS["max.message.bytes"].default,
-            "log.retention.ms": TOPIC_CONFIGS["retention.ms"].default,
             "zonegate.wal.seal.bytes": str(c.wal_seal_bytes),
             "zonegate.wal.seal.age.ms": str(c.seal_age_s * 1000),
         }
@@ -263,6 +298,7 @@ class Node:
 
     def _on_topic_deleted(self, topic: TopicInfo) -> None:
         self.local_leader.forget(p.stream_id for p in topic.partitions)
+        self._gc_wake.set()
 
     async def refresh_catalog(self) -> None:
         await self.membership.renew()
@@ -271,6 +307,11 @@ class Node:
     async def _refresh(self) -> None:
         await self.catalog.refresh()
         self.coordinator.forget(lambda gid: self.cluster.group_owner(gid) == self.config.node_id)
+
+    async def _gc(self) -> None:
+        """Object GC, on the one node holding the controller lease."""
+        if self.controller.is_active:
+            await self.gc.run_once()
 
     def _is_ready(self) -> bool:
         return self.ready and not self.supervisor.problems()
@@ -310,6 +351,16 @@ class Node:
         sup.run("group timers", self.coordinator.run_timers)
         sup.every("usage records", self.config.usage_interval_s, self.usage.flush)
         sup.every("catalog refresh", self.config.heartbeat_s / 2, self._refresh)
+        sup.every(
+            "retention", self.config.retention_check_interval_ms / 1000, self.retention.run_once
+        )
+        sup.every(
+            "object gc",
+            self.config.gc_interval_ms / 1000,
+            self._gc,
+            wake=self._gc_wake,
+            next_in=self.gc.next_pass_in,
+        )
         if self.config.http_port is not None:
             self.http = HttpEndpoint(
                 node_registry(self), self._is_ready, self.config.host, self.config.http_port

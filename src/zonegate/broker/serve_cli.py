@@ -270,6 +270,46 @@ def _add_node_args(p: argparse.ArgumentParser, *, embedded: bool) -> None:
         "usage/ in the object store, and once more when it stops (default 60)",
     )
     p.add_argument(
+        "--log-retention-check-interval-ms",
+        metavar="MS",
+        type=_at_least(1, int),
+        default=30_000,
+        help="log.retention.check.interval.ms: how often each node applies its partitions' "
+        "retention.ms and retention.bytes (default 30000; Kafka's is 300000, docs/storage.md)",
+    )
+    p.add_argument(
+        "--log-segment-delete-delay-ms",
+        metavar="MS",
+        type=_at_least(0, int),
+        default=60_000,
+        help="log.segment.delete.delay.ms: how long an object no index entry names any more "
+        "is kept before object GC deletes it, for readers still in flight (default 60000)",
+    )
+    p.add_argument(
+        "--gc-interval-ms",
+        metavar="MS",
+        type=_at_least(1, int),
+        default=60_000,
+        help="how often the controller's object GC lists the WAL objects and deletes what "
+        "nothing names (default 60000)",
+    )
+    p.add_argument(
+        "--gc-orphan-grace-ms",
+        metavar="MS",
+        type=_at_least(0, int),
+        default=600_000,
+        help="how long after its upload an object never committed (a node killed between its "
+        "PUT and its commit) is kept before GC may delete it (default 600000: longer than any "
+        "commit can still be retried)",
+    )
+    p.add_argument(
+        "--usage-retention-days",
+        metavar="DAYS",
+        type=_at_least(1, int),
+        default=30,
+        help="usage records older than this are deleted by object GC (default 30)",
+    )
+    p.add_argument(
         "--log-level",
         metavar="LEVEL",
         type=_log_level,
@@ -331,6 +371,11 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         zone_routing=args.zone_routing == "true",
         zone_cidrs=_zone_cidrs(args.zone_map),
         usage_interval_s=args.usage_interval_s,
+        retention_check_interval_ms=args.log_retention_check_interval_ms,
+        segment_delete_delay_ms=args.log_segment_delete_delay_ms,
+        gc_interval_ms=args.gc_interval_ms,
+        gc_orphan_grace_ms=args.gc_orphan_grace_ms,
+        usage_retention_days=args.usage_retention_days,
         advertised_host=args.advertised_host,
         node_id=args.node_id,
         zone=getattr(args, "zone", "zone-a"),  # serve has --zones instead

@@ -10,6 +10,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import Protocol
 
+from kio.schema.errors import ErrorCode
+
 from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
 from zonegate.storage.index import IndexEntry
 
@@ -26,3 +28,8 @@ class Leader(Protocol):
     async def max_timestamp_entry(self, stream_id: int) -> IndexEntry | None: ...
 
     async def changed(self, stream_id: int) -> asyncio.Future[None]: ...
+
+    async def delete_records(self, stream_id: int, offset: int) -> tuple[ErrorCode, int]:
+        """Moves the log start offset up to `offset` (-1: the high watermark); (error,
+        log start offset after). OFFSET_OUT_OF_RANGE past the high watermark."""
+        ...

@@ -185,3 +185,6 @@ class LeaderDirectory:
 
     async def changed(self, stream_id: int) -> asyncio.Future[None]:
         return await self._read(stream_id, lambda ld: ld.changed(stream_id))
+
+    async def delete_records(self, stream_id: int, offset: int) -> tuple[ErrorCode, int]:
+        return await self._read(stream_id, lambda ld: ld.delete_records(stream_id, offset))

@@ -43,7 +43,13 @@ class LeaderUnavailable(Exception):
 
 def entry_from_pb(e: Any) -> IndexEntry:
     return IndexEntry(
-        e.base_offset, e.last_offset, e.object_key, e.position, e.length, e.max_timestamp
+        e.base_offset,
+        e.last_offset,
+        e.object_key,
+        e.position,
+        e.length,
+        e.max_timestamp,
+        e.append_ms,
     )
 
 
@@ -156,6 +162,20 @@ class RemoteLeader:
     async def max_timestamp_entry(self, stream_id: int) -> IndexEntry | None:
         r = await self._read(stream_id=stream_id, mode=pb.MAX_TIMESTAMP)
         return entry_from_pb(r.entries[0]) if r.entries else None
+
+    async def delete_records(self, stream_id: int, offset: int) -> tuple[ErrorCode, int]:
+        request = pb.DeleteRecordsRequest(
+            stream_id=stream_id, offset=offset, from_node=self._from_node
+        )
+        response = await self._call(
+            lambda: self._stub.DeleteRecords(
+                request, timeout=self._deadline, metadata=self._metadata
+            )
+        )
+        self._count(request, response)
+        if response.error_code == ErrorCode.unknown_topic_or_partition:
+            raise UnknownStream(stream_id)
+        return ErrorCode(response.error_code), response.log_start_offset
 
     async def group_call(self, payload: bytes, *, timeout_s: float) -> bytes:
         """Passes a group call to the group's coordinator; its answer's payload.

@@ -38,6 +38,7 @@ def entry_to_pb(e: IndexEntry) -> Any:
         position=e.position,
         length=e.length,
         max_timestamp=e.max_timestamp,
+        append_ms=e.append_ms,
     )
 
 
@@ -159,6 +160,16 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         self._count(request, response, request.from_node)
         return response
 
+    async def DeleteRecords(self, request: Any, context: Any) -> Any:  # noqa: N802
+        await self._admit(request, context)
+        try:
+            error, start = await self._leader.delete_records(request.stream_id, request.offset)
+        except UnknownStream:
+            error, start = ErrorCode.unknown_topic_or_partition, -1
+        response = pb.DeleteRecordsResponse(error_code=int(error), log_start_offset=start)
+        self._count(request, response, request.from_node)
+        return response
+
     async def GroupCall(self, request: Any, context: Any) -> Any:  # noqa: N802
         await self._admit(request, context)
         if self._group_call is None:
@@ -245,6 +256,12 @@ def _add_servicer(servicer: LeaderServicer, server: grpc.aio.Server) -> None:
             pb.ReadIndexResponse,
         ),
         ("Watch", grpc.unary_stream_rpc_method_handler, pb.WatchRequest, pb.WatchEvent),
+        (
+            "DeleteRecords",
+            grpc.unary_unary_rpc_method_handler,
+            pb.DeleteRecordsRequest,
+            pb.DeleteRecordsResponse,
+        ),
         (
             "GroupCall",
             grpc.unary_unary_rpc_method_handler,

@@ -24,14 +24,18 @@ from zonegate.leader_forwarder.messages import (
     AppendResult,
     ReadIndexResult,
 )
+from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
+from zonegate.runtime.crash import crash_point
 from zonegate.storage.index import (
     IndexEntry,
+    LeaderEpochFenced,
     PartitionCommit,
     ProducerBatch,
     ProducerEntry,
     StreamIndex,
     StreamStore,
     UnknownStream,
+    retention_start,
 )
 
 log = logging.getLogger(__name__)
@@ -61,6 +65,16 @@ class _Partition:
         self.changed = asyncio.get_running_loop().create_future()
 
 
+@dataclass(frozen=True, slots=True)
+class RetentionRule:
+    """A topic's retention configs in force (Kafka's meanings; -1 turns a limit off)."""
+
+    retention_ms: int
+    retention_bytes: int
+    segment_ms: int
+    segment_bytes: int
+
+
 @dataclass
 class _Tentative:
     """A partition's state as the current cycle would leave it, applied only after commit."""
@@ -71,8 +85,9 @@ class _Tentative:
 
 
 class LeaderService:
-    def __init__(self, metastore: StreamStore) -> None:
+    def __init__(self, metastore: StreamStore, clock: Clock = SYSTEM_CLOCK) -> None:
         self._meta = metastore
+        self._clock = clock
         self._partitions: dict[int, _Partition] = {}
         self._loading: dict[int, asyncio.Future[_Partition]] = {}
         self._queue: list[tuple[Sequence[AppendBatch], asyncio.Future[list[AppendResult]]]] = []
@@ -166,8 +181,9 @@ class LeaderService:
     ) -> None:
         tentative: dict[int, _Tentative] = {}
         results: list[list[AppendResult]] = []
+        now = self._clock.wall_ms()  # every entry of the cycle is appended at once
         for batches, _ in cycle:
-            results.append([self._sequence(b, tentative) for b in batches])
+            results.append([self._sequence(b, tentative, now) for b in batches])
         commits = []
         for sid, t in tentative.items():
             if not t.entries:
@@ -206,7 +222,7 @@ class LeaderService:
                 ]
             )
 
-    def _sequence(self, b: AppendBatch, tentative: dict[int, _Tentative]) -> AppendResult:
+    def _sequence(self, b: AppendBatch, tentative: dict[int, _Tentative], now: int) -> AppendResult:
         p = self._partitions.get(b.stream_id)
         if p is None:
             return AppendResult(ErrorCode.not_leader_or_follower)
@@ -243,7 +259,7 @@ class LeaderService:
         last = base + b.record_count - 1
         t.next_offset = last + 1
         t.entries.append(
-            IndexEntry(base, last, b.object_key, b.position, b.length, b.max_timestamp)
+            IndexEntry(base, last, b.object_key, b.position, b.length, b.max_timestamp, now)
         )
         if b.producer_id >= 0:
             kept = prior[-(_PRODUCER_BATCHES_KEPT - 1) :] + (
@@ -273,6 +289,46 @@ class LeaderService:
 
     async def max_timestamp_entry(self, stream_id: int) -> IndexEntry | None:
         return (await self._partition(stream_id)).index.max_timestamp_entry()
+
+    # -- the head of the log --------------------------------------------------
+    async def delete_records(self, stream_id: int, offset: int) -> tuple[ErrorCode, int]:
+        """Moves the log start offset up to `offset` (-1: the high watermark)."""
+        p = await self._partition(stream_id)
+        if offset == -1:
+            offset = p.high_watermark
+        if offset < 0 or offset > p.high_watermark:
+            return ErrorCode.offset_out_of_range, p.log_start_offset
+        return await self._truncate(p, offset)
+
+    async def apply_retention(self, stream_id: int, rule: RetentionRule) -> tuple[int, int]:
+        """Kafka's retention over the partition's segments (docs/storage.md); the index
+        entries and bytes it dropped."""
+        p = await self._partition(stream_id)
+        segments = p.index.segments(rule.segment_ms, rule.segment_bytes)
+        now = self._clock.wall_ms()
+        start = retention_start(
+            segments, p.high_watermark, now, rule.retention_ms, rule.retention_bytes
+        )
+        if start is None or start <= p.log_start_offset:
+            return 0, 0
+        entries, size = len(p.index), p.index.stored_bytes()
+        error, _ = await self._truncate(p, start)
+        if error != ErrorCode.none:
+            return 0, 0
+        return entries - len(p.index), size - p.index.stored_bytes()
+
+    async def _truncate(self, p: _Partition, offset: int) -> tuple[ErrorCode, int]:
+        try:
+            start = await self._meta.truncate_head(p.stream_id, p.leader_epoch, offset)
+        except LeaderEpochFenced:
+            self.forget([p.stream_id])
+            return ErrorCode.not_leader_or_follower, -1
+        crash_point("retention:after-commit")
+        if self._partitions.get(p.stream_id) is p:
+            p.log_start_offset = max(p.log_start_offset, start)
+            p.index.drop_before(p.log_start_offset)
+            p.notify()
+        return ErrorCode.none, start
 
     def stored_bytes(self) -> int:
         """Bytes of stored batches the partitions cached here refer to."""

@@ -6,6 +6,8 @@
   index entries and producer state, committed together, fenced by epoch.
 - `ProducerIds`: producer id allocation (InitProducerId).
 - `GroupStore`: consumer groups' state and committed offsets.
+- `GcStore` (storage/index.py, for storage/gc.py): which objects entries still name,
+  and object GC's pending list.
 
 Each user names only the protocol it needs; a backend implements all of them
 (`MetaStore`), and every backend runs the same contract suite
@@ -19,7 +21,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from zonegate.metastore.models import CommittedOffset, GroupRecord, NodeRecord, TopicInfo
-from zonegate.storage.index import StreamStore
+from zonegate.storage.index import GcStore, StreamStore
 
 
 class ClusterStore(Protocol):
@@ -68,6 +70,18 @@ class ClusterStore(Protocol):
         """Takes or renews lease `name` for `holder` if it is free, expired or already held."""
         ...
 
+    async def get_cluster_configs(self) -> dict[str, dict[str, str]]:
+        """The defaults of topic configs set at run time, by topic config name, per
+        scope: "" for the cluster's, a node id (as text) for that node's own."""
+        ...
+
+    async def set_cluster_configs(
+        self, scope: str, changes: dict[str, str | None]
+    ) -> dict[str, str]:
+        """Sets (a value) or removes (None) defaults of one scope in one transaction, and
+        moves the metadata version; returns the scope's after."""
+        ...
+
     async def cluster_secret(self, name: str) -> str:
         """A random secret every node of the cluster reads alike, made on first ask
         (`rpc-token`: what the leader RPC requires of its callers)."""
@@ -102,7 +116,7 @@ class GroupStore(Protocol):
     ) -> None: ...
 
 
-class MetaStore(ClusterStore, StreamStore, ProducerIds, GroupStore, Protocol):
+class MetaStore(ClusterStore, StreamStore, ProducerIds, GroupStore, GcStore, Protocol):
     """All of a backend's concerns, and its one connection to close."""
 
     async def close(self) -> None: ...

@@ -228,6 +228,38 @@ class ClusterTables(SqliteTables):
         return changed == 1
 
     # -- cluster-wide values ------------------------------------------------
+    async def get_cluster_configs(self) -> dict[str, dict[str, str]]:
+        def fn(db: sqlite3.Connection) -> dict[str, dict[str, str]]:
+            out: dict[str, dict[str, str]] = {}
+            for scope, name, value in db.execute("SELECT scope, name, value FROM cluster_configs"):
+                out.setdefault(scope, {})[name] = value
+            return out
+
+        return await self._read(fn)
+
+    async def set_cluster_configs(
+        self, scope: str, changes: dict[str, str | None]
+    ) -> dict[str, str]:
+        def fn(db: sqlite3.Connection) -> dict[str, str]:
+            for name, value in changes.items():
+                if value is None:
+                    db.execute(
+                        "DELETE FROM cluster_configs WHERE scope = ? AND name = ?", (scope, name)
+                    )
+                else:
+                    db.execute(
+                        "INSERT OR REPLACE INTO cluster_configs (scope, name, value) "
+                        "VALUES (?, ?, ?)",
+                        (scope, name, value),
+                    )
+            _bump_version(db)
+            rows = db.execute(
+                "SELECT name, value FROM cluster_configs WHERE scope = ?", (scope,)
+            ).fetchall()
+            return dict(rows)
+
+        return await self._run(fn)
+
     async def cluster_secret(self, name: str) -> str:
         def fn(db: sqlite3.Connection) -> str:
             # Whoever asks first makes it; everyone reads the one that was kept.

@@ -60,16 +60,6 @@ class PartitionCountChanged(MetaStoreError):
         self.actual = actual
 
 
-class LeaderEpochFenced(MetaStoreError):
-    """A commit named a leader epoch that is no longer the partition's."""
-
-    def __init__(self, stream_id: int, expected: int, actual: int | None) -> None:
-        super().__init__(
-            f"stream {stream_id}: commit fenced, leader epoch {expected} is not current ({actual})"
-        )
-        self.stream_id = stream_id
-
-
 @dataclass(frozen=True, slots=True)
 class GroupRecord:
     """A consumer group's durable state: its type and the coordinator's JSON snapshot."""

@@ -30,14 +30,15 @@ from pathlib import Path
 from typing import TypeVar
 
 from zonegate.metastore.cluster_sqlite import ClusterTables
+from zonegate.metastore.gc_sqlite import GcTables
 from zonegate.metastore.groups_sqlite import GroupTables
 from zonegate.metastore.streams_sqlite import StreamTables
-from zonegate.metastore.tables_sqlite import SCHEMA
+from zonegate.metastore.tables_sqlite import SCHEMA, migrate
 
 T = TypeVar("T")
 
 
-class SqliteMetaStore(ClusterTables, StreamTables, GroupTables):
+class SqliteMetaStore(ClusterTables, StreamTables, GroupTables, GcTables):
     """Every concern's tables (cluster_sqlite, streams_sqlite, groups_sqlite) over one
     file, through the worker's connection and the loop thread's (`SqliteTables`)."""
 
@@ -61,6 +62,7 @@ class SqliteMetaStore(ClusterTables, StreamTables, GroupTables):
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
             conn.executescript(SCHEMA)
+            migrate(conn)
             self._conn = conn
         return self._conn
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from zonegate.metastore.tables_sqlite import SqliteTables
 from zonegate.storage.index import (
     IndexEntry,
+    LeaderEpochFenced,
     PartitionCommit,
     PartitionState,
     ProducerBatch,
@@ -49,8 +50,9 @@ class StreamTables(SqliteTables):
             lambda db: [
                 IndexEntry(*r)
                 for r in db.execute(
-                    "SELECT base_offset, last_offset, object_key, position, length, max_timestamp "
-                    "FROM stream_index WHERE stream_id = ? ORDER BY base_offset",
+                    "SELECT base_offset, last_offset, object_key, position, length, "
+                    "max_timestamp, append_ms FROM stream_index WHERE stream_id = ? "
+                    "ORDER BY base_offset",
                     (stream_id,),
                 )
             ]
@@ -94,7 +96,7 @@ class StreamTables(SqliteTables):
             )
             db.executemany(
                 "INSERT INTO stream_index (stream_id, base_offset, last_offset, object_key, "
-                "position, length, max_timestamp) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "position, length, max_timestamp, append_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         c.stream_id,
@@ -104,6 +106,7 @@ class StreamTables(SqliteTables):
                         e.position,
                         e.length,
                         e.max_timestamp,
+                        e.append_ms,
                     )
                     for c in live
                     for e in c.entries
@@ -122,6 +125,30 @@ class StreamTables(SqliteTables):
             return fenced
 
         return await self._run_on_loop(fn)
+
+    async def truncate_head(self, stream_id: int, leader_epoch: int, log_start: int) -> int:
+        def fn(db: sqlite3.Connection) -> int:
+            row = db.execute(
+                "SELECT leader_epoch, log_start_offset FROM partitions "
+                "JOIN topics USING (topic_id) WHERE stream_id = ? AND deleted = 0",
+                (stream_id,),
+            ).fetchone()
+            if row is None:
+                raise UnknownStream(stream_id)
+            if row[0] != leader_epoch:
+                raise LeaderEpochFenced(stream_id, leader_epoch, row[0])
+            start = max(int(row[1]), log_start)
+            db.execute(
+                "UPDATE partitions SET log_start_offset = ? WHERE stream_id = ?",
+                (start, stream_id),
+            )
+            db.execute(
+                "DELETE FROM stream_index WHERE stream_id = ? AND last_offset < ?",
+                (stream_id, start),
+            )
+            return start
+
+        return await self._run(fn)
 
 
 def _batches_json(batches: Sequence[ProducerBatch]) -> str:

@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS stream_index (
     position INTEGER NOT NULL,
     length INTEGER NOT NULL,
     max_timestamp INTEGER NOT NULL,
+    append_ms INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (stream_id, base_offset)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS leader_epochs (
@@ -95,6 +96,17 @@ CREATE TABLE IF NOT EXISTS group_offsets (
     commit_ms INTEGER NOT NULL,
     PRIMARY KEY (group_id, topic, partition)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cluster_configs (
+    scope TEXT NOT NULL,
+    name TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (scope, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS gc_pending (
+    unit TEXT PRIMARY KEY,
+    first_seen_ms INTEGER NOT NULL,
+    size INTEGER NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cluster_secrets (
     name TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -104,6 +116,19 @@ CREATE TABLE IF NOT EXISTS counters (
     value INTEGER NOT NULL
 );
 """
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Brings a store made by an earlier release forward; a no-op on a current one.
+
+    - stream_index.append_ms (storage core, part 1): entries written before it have
+      0, and segments fall back to their max timestamp (docs/storage.md).
+    - the object_key index answers object GC's "is this object still named?".
+    """
+    columns = {row[1] for row in db.execute("PRAGMA table_info(stream_index)")}
+    if "append_ms" not in columns:
+        db.execute("ALTER TABLE stream_index ADD COLUMN append_ms INTEGER NOT NULL DEFAULT 0")
+    db.execute("CREATE INDEX IF NOT EXISTS stream_index_object ON stream_index(object_key)")
 
 
 class SqliteTables(ABC):

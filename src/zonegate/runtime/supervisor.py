@@ -15,7 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
+from zonegate.runtime.clock import SYSTEM_CLOCK, Clock, wait_event
 
 log = logging.getLogger(__name__)
 
@@ -46,14 +46,28 @@ class Supervisor:
         self._parts.append(_Part(name, stop))
 
     def every(
-        self, name: str, interval_s: float, tick: Callable[[], Awaitable[object]]
+        self,
+        name: str,
+        interval_s: float,
+        tick: Callable[[], Awaitable[object]],
+        *,
+        wake: asyncio.Event | None = None,
+        next_in: Callable[[], float | None] | None = None,
     ) -> None:
         """Runs `tick` every `interval_s` until stopped; a failed tick is logged and kept,
-        and the next one runs on time."""
+        and the next one runs on time. `wake`, when set, runs the next tick at once;
+        `next_in` (seconds, or None) may ask for the next tick sooner than the interval."""
 
         async def loop() -> None:
             while True:
-                await self._clock.sleep(interval_s)
+                wait = interval_s
+                if next_in is not None and (sooner := next_in()) is not None:
+                    wait = min(wait, max(sooner, 0.0))
+                if wake is None:
+                    await self._clock.sleep(wait)
+                else:
+                    await wait_event(self._clock, wake, wait)
+                    wake.clear()
                 try:
                     await tick()
                 except Exception as exc:

@@ -45,8 +45,10 @@ from zonegate.metastore.models import (
 )
 from zonegate.services.catalog import InvalidTopic, check_topic_name
 from zonegate.services.topic_configs import (
+    BROKER_DEFAULT_NAMES,
     TOPIC_CONFIGS,
     InvalidConfig,
+    apply_incremental,
     effective,
     validate_topic_configs,
 )
@@ -56,6 +58,7 @@ ANONYMOUS = "User:ANONYMOUS"  # the principal of every request until SASL exists
 
 __all__ = [
     "ANONYMOUS",
+    "BROKER_DEFAULT_NAMES",
     "TOPIC_CONFIGS",
     "Accounting",
     "ClassicGroupDescription",
@@ -88,6 +91,7 @@ __all__ = [
     "TopicInfo",
     "Topics",
     "WritePath",
+    "apply_incremental",
     "check_topic_name",
     "effective",
     "validate_topic_configs",
@@ -173,6 +177,39 @@ class Topics(Protocol):
         """LookupError if the topic does not exist, ValueError if `total` is no growth."""
         ...
 
+    @property
+    def defaults(self) -> dict[str, str]:
+        """The defaults of topic configs set at run time in force on this node (its own
+        over the cluster's), by topic config name."""
+        ...
+
+    @property
+    def local_scope(self) -> str:
+        """This node's scope of defaults: its node id as text."""
+        ...
+
+    def defaults_at(self, scope: str) -> dict[str, str]:
+        """The defaults set on one scope: "" the cluster's, a node id that node's own."""
+        ...
+
+    def config(self, topic: TopicInfo, name: str) -> str:
+        """The value of a topic config in force: the topic's, this node's default, the
+        cluster's, Kafka's."""
+        ...
+
+    async def alter_configs(
+        self, name: str, changes: dict[str, str | None], *, replace: bool, validate_only: bool
+    ) -> TopicInfo:
+        """AlterConfigs (`replace`) or IncrementalAlterConfigs (None removes);
+        LookupError for an unknown topic, InvalidConfig naming a bad config."""
+        ...
+
+    async def alter_defaults(
+        self, scope: str, changes: dict[str, str | None], *, replace: bool, validate_only: bool
+    ) -> None:
+        """The defaults of one scope, by broker names (`log.retention.ms`...)."""
+        ...
+
 
 # -- write path ------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
@@ -190,6 +227,8 @@ class ProducedPartition:
     message: str | None = None
     base_offset: int = -1
     log_start_offset: int = -1
+    log_append_time: int = -1  # the broker's time for a LogAppendTime topic, else -1
+    record_errors: tuple[tuple[int, str | None], ...] = ()  # (record index, message)
 
 
 class WritePath(Protocol):
@@ -203,6 +242,12 @@ class WritePath(Protocol):
         ...
 
     async def allocate_producer_id(self) -> int: ...
+
+    async def delete_records(
+        self, topic: str, partition: int, offset: int
+    ) -> tuple[ErrorCode, int]:
+        """DeleteRecords of one partition: (error, low watermark after)."""
+        ...
 
 
 # -- read path -------------------------------------------------------------------

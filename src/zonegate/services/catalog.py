@@ -21,7 +21,11 @@ from zonegate.metastore.models import (
     TopicExists,
     TopicInfo,
 )
-from zonegate.services.topic_configs import validate_topic_configs
+from zonegate.services.topic_configs import (
+    effective,
+    validate_broker_defaults,
+    validate_topic_configs,
+)
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
@@ -60,6 +64,7 @@ class Catalog:
         default_partitions: int = 1,
         auto_create: bool = True,
         on_deleted: Callable[[TopicInfo], None] | None = None,
+        node_id: int | None = None,
     ) -> None:
         self._meta = meta
         self._place = placer
@@ -71,6 +76,12 @@ class Catalog:
         self._by_stream: dict[int, PartitionInfo] = {}
         self._lock = asyncio.Lock()
         self._version = -1
+        # The defaults of topic configs set at run time (topic names) per scope: "" the
+        # cluster's, str(node id) a node's own (Kafka's per-broker dynamic configs).
+        self._scoped: dict[str, dict[str, str]] = {}
+        self.local_scope = "" if node_id is None else str(node_id)
+        # Those in force on this node: its own over the cluster's.
+        self.defaults: dict[str, str] = {}
         self.listeners: list[Callable[[dict[int, PartitionInfo]], None]] = []
 
     @property
@@ -81,6 +92,53 @@ class Catalog:
     def auto_create(self) -> bool:
         return self._auto_create
 
+    def config(self, topic: TopicInfo, name: str) -> str:
+        """The value of topic config `name` in force for `topic` (its own, this node's
+        default, the cluster's default, Kafka's default)."""
+        return effective(topic.configs, name, self.defaults)
+
+    def defaults_at(self, scope: str) -> dict[str, str]:
+        return dict(self._scoped.get(scope, {}))
+
+    def _set_scoped(self, scoped: dict[str, dict[str, str]]) -> None:
+        self._scoped = scoped
+        local = scoped.get(self.local_scope, {}) if self.local_scope else {}
+        self.defaults = {**scoped.get("", {}), **local}
+
+    async def alter_configs(
+        self, name: str, changes: dict[str, str | None], *, replace: bool, validate_only: bool
+    ) -> TopicInfo:
+        """AlterConfigs (`replace`: the topic's configs become `changes`) or
+        IncrementalAlterConfigs (`changes` merged in; None removes); LookupError for an
+        unknown topic, InvalidConfig naming a bad config."""
+        await self.refresh()
+        topic = self._by_name.get(name)
+        if topic is None:
+            raise LookupError(f"topic {name!r} does not exist")
+        merged: dict[str, str | None] = {} if replace else dict(topic.configs)
+        merged.update(changes)
+        checked = validate_topic_configs(merged)
+        if validate_only:
+            return topic
+        async with self._lock:
+            t = await self._meta.set_topic_configs(name, checked)
+            self._put(t)
+            return t
+
+    async def alter_defaults(
+        self, scope: str, changes: dict[str, str | None], *, replace: bool, validate_only: bool
+    ) -> None:
+        """The defaults of `scope` ("" the cluster's, a node id a node's own), by their
+        broker names (`log.retention.ms`...); with `replace`, those not named are
+        removed. InvalidConfig naming a bad or unknown one."""
+        checked = validate_broker_defaults(changes)
+        if replace:
+            for topic_name in self._scoped.get(scope, {}):
+                checked.setdefault(topic_name, None)
+        if not validate_only:
+            after = await self._meta.set_cluster_configs(scope, checked)
+            self._set_scoped({**self._scoped, scope: after})
+
     async def load(self) -> None:
         await self.refresh(force=True)
 
@@ -90,6 +148,7 @@ class Catalog:
         if version == self._version and not force:
             return False
         topics = await self._meta.list_topics()
+        self._set_scoped(await self._meta.get_cluster_configs())
         old = self._by_stream
         self._by_name, self._by_id, self._by_stream = {}, {}, {}
         for t in topics:

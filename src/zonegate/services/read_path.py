@@ -33,7 +33,6 @@ from zonegate.records.batch import CorruptBatch, patch_batch
 from zonegate.records.decode import Record, decode_records
 from zonegate.runtime.clock import Clock
 from zonegate.services.api import FetchedPartition, FetchPartition, OffsetAnswer
-from zonegate.services.topic_configs import effective
 from zonegate.storage.index import IndexEntry, UnknownStream
 from zonegate.storage.reader import MAX_GETS_PER_READ, StreamReader
 
@@ -72,6 +71,7 @@ class ReadService:
         self,
         topics: Callable[[str], TopicInfo | None],
         lookup: Callable[[str], Awaitable[TopicInfo | None]],
+        config: Callable[[TopicInfo, str], str],
         leaders: Leader,
         reader: StreamReader,
         epochs: EpochHistory,
@@ -79,6 +79,7 @@ class ReadService:
     ) -> None:
         self._topics = topics
         self._lookup = lookup
+        self._config = config
         self._leaders = leaders
         self._reader = reader
         self._epochs = epochs
@@ -205,7 +206,7 @@ class ReadService:
         if found is None:
             return OffsetAnswer(ErrorCode.unknown_topic_or_partition)
         sid, info = found
-        limit = int(effective(info.configs, "max.message.bytes"))
+        limit = int(self._config(info, "max.message.bytes"))
         try:
             return await self._by_time(sid, timestamp, limit, max_timestamp_allowed)
         except (UnknownStream, LeaderUnavailable) as exc:

@@ -27,6 +27,7 @@ import builtins
 import contextlib
 import os
 import secrets
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -48,6 +49,7 @@ _TMP_PREFIX = ".zg-tmp-"
 
 # A pack file is closed and a new one begun once it would pass this size.
 DEFAULT_PACK_BYTES = 64 * 1024 * 1024
+DEFAULT_PACK_MAX_AGE_S = 60.0
 # Larger packed objects are written in a worker thread, each in a pack file of
 # its own: there the copy is long enough to pay for the hop.
 DEFAULT_INLINE_BYTES = 1024 * 1024
@@ -57,12 +59,13 @@ _NOT_A_FILE = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
 class _Pack:
     """The pack file a prefix's objects are appended to now."""
 
-    __slots__ = ("fd", "key", "size")
+    __slots__ = ("fd", "key", "opened", "size")
 
     def __init__(self, key: str, fd: int) -> None:
         self.key = key
         self.fd = fd
         self.size = 0
+        self.opened = time.monotonic()
 
 
 class LocalObjectStore:
@@ -73,7 +76,12 @@ class LocalObjectStore:
         fsync: bool = False,
         pack_bytes: int = DEFAULT_PACK_BYTES,
         inline_bytes: int = DEFAULT_INLINE_BYTES,
+        pack_max_age_s: float = DEFAULT_PACK_MAX_AGE_S,
     ) -> None:
+        # A pack file takes new objects for at most this long: object GC may delete one
+        # whose objects nothing names once it is older than its orphan grace, which is
+        # longer, so it never deletes a file still growing (docs/storage.md).
+        self._pack_max_age_s = pack_max_age_s
         self._root = Path(root).resolve()
         self._fsync = fsync
         self._pack_bytes = 0 if fsync else pack_bytes
@@ -136,7 +144,10 @@ class LocalObjectStore:
             await asyncio.to_thread(self._write_alone, self._path(key), header, data)
             return PackedKey(key, RECORD_HEADER_SIZE, len(data)).key
         pack = self._packs.get(prefix)
-        if pack is not None and pack.size + RECORD_HEADER_SIZE + len(data) > self._pack_bytes:
+        if pack is not None and (
+            pack.size + RECORD_HEADER_SIZE + len(data) > self._pack_bytes
+            or time.monotonic() - pack.opened > self._pack_max_age_s
+        ):
             self._close_pack(prefix)
             pack = None
         if pack is None:
@@ -317,7 +328,8 @@ class LocalObjectStore:
                         if key.startswith(prefix) or prefix.startswith(key):
                             out += self._list_pack(os.path.join(dirpath, name), key, prefix)
                     elif key.startswith(prefix):
-                        out.append(ObjectInfo(key, os.stat(os.path.join(dirpath, name)).st_size))
+                        st = os.stat(os.path.join(dirpath, name))
+                        out.append(ObjectInfo(key, st.st_size, st.st_mtime_ns // 1_000_000))
                 except FileNotFoundError:
                     continue  # deleted while listing
         out.sort(key=lambda info: info.key)
@@ -328,10 +340,12 @@ class LocalObjectStore:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         try:
             infos = []
-            for offset, length in walk_records(fd, os.fstat(fd).st_size):
+            st = os.fstat(fd)
+            modified_ms = st.st_mtime_ns // 1_000_000  # the pack's last append
+            for offset, length in walk_records(fd, st.st_size):
                 key = PackedKey(pack_key, offset, length).key
                 if key.startswith(prefix):
-                    infos.append(ObjectInfo(key, length))
+                    infos.append(ObjectInfo(key, length, modified_ms))
             return infos
         finally:
             os.close(fd)

@@ -44,6 +44,7 @@ class PermanentObjectStoreError(ObjectStoreError):
 class ObjectInfo:
     key: str
     size: int
+    modified_ms: int = 0  # last written (S3's LastModified, a file's mtime); 0 unknown
 
 
 @runtime_checkable
@@ -94,12 +95,15 @@ def open_object_store(
     retries: int = 3,
     timeout_s: float = 30.0,
     fsync: bool | None = None,
+    pack_max_age_s: float | None = None,
 ) -> InstrumentedObjectStore:
     """Open the backend named by `url`, wrapped in the one retry/metrics layer.
 
     `file:///abs/dir[?fsync=1]` is a local directory; `s3://bucket[/prefix]` is
     S3 (endpoint from `endpoint_url`, else `ZONEGATE_S3_ENDPOINT`, else
     `AWS_ENDPOINT_URL`; credentials and region from the usual AWS variables).
+    `pack_max_age_s`: how long a local pack file takes new objects (object GC must
+    not delete one that may still grow: its orphan grace is longer).
     """
     from zonegate.storage.instrumented import InstrumentedObjectStore
 
@@ -115,7 +119,11 @@ def open_object_store(
         do_fsync = fsync if fsync is not None else query.get("fsync", ["0"])[-1] in ("1", "true")
         from zonegate.storage.local_store import LocalObjectStore
 
-        backend = LocalObjectStore(path, fsync=do_fsync)
+        backend = (
+            LocalObjectStore(path, fsync=do_fsync)
+            if pack_max_age_s is None
+            else LocalObjectStore(path, fsync=do_fsync, pack_max_age_s=pack_max_age_s)
+        )
     elif parts.scheme == "s3":
         if not parts.netloc:
             raise ValueError(f"s3 URL must name a bucket (s3://bucket/prefix): {url!r}")

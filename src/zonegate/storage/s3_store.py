@@ -286,7 +286,14 @@ class S3ObjectStore:
                 PaginationConfig={"PageSize": S3_PAGE},
             ):
                 for item in page.get("Contents", []):
-                    out.append(ObjectInfo(item["Key"][strip:], int(item["Size"])))
+                    modified = item.get("LastModified")
+                    out.append(
+                        ObjectInfo(
+                            item["Key"][strip:],
+                            int(item["Size"]),
+                            int(modified.timestamp() * 1000) if modified is not None else 0,
+                        )
+                    )
         out.sort(key=lambda info: info.key)
         return out
 

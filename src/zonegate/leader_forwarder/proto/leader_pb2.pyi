@@ -85,20 +85,22 @@ class ReadIndexRequest(_message.Message):
     def __init__(self, stream_id: _Optional[int] = ..., mode: _Optional[_Union[ReadMode, str]] = ..., offset: _Optional[int] = ..., timestamp: _Optional[int] = ..., max_bytes: _Optional[int] = ..., from_node: _Optional[int] = ...) -> None: ...
 
 class IndexEntry(_message.Message):
-    __slots__ = ("base_offset", "last_offset", "object_key", "position", "length", "max_timestamp")
+    __slots__ = ("base_offset", "last_offset", "object_key", "position", "length", "max_timestamp", "append_ms")
     BASE_OFFSET_FIELD_NUMBER: _ClassVar[int]
     LAST_OFFSET_FIELD_NUMBER: _ClassVar[int]
     OBJECT_KEY_FIELD_NUMBER: _ClassVar[int]
     POSITION_FIELD_NUMBER: _ClassVar[int]
     LENGTH_FIELD_NUMBER: _ClassVar[int]
     MAX_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    APPEND_MS_FIELD_NUMBER: _ClassVar[int]
     base_offset: int
     last_offset: int
     object_key: str
     position: int
     length: int
     max_timestamp: int
-    def __init__(self, base_offset: _Optional[int] = ..., last_offset: _Optional[int] = ..., object_key: _Optional[str] = ..., position: _Optional[int] = ..., length: _Optional[int] = ..., max_timestamp: _Optional[int] = ...) -> None: ...
+    append_ms: int
+    def __init__(self, base_offset: _Optional[int] = ..., last_offset: _Optional[int] = ..., object_key: _Optional[str] = ..., position: _Optional[int] = ..., length: _Optional[int] = ..., max_timestamp: _Optional[int] = ..., append_ms: _Optional[int] = ...) -> None: ...
 
 class ReadIndexResponse(_message.Message):
     __slots__ = ("error_code", "entries", "high_watermark", "log_start_offset", "leader_epoch")
@@ -143,3 +145,21 @@ class GroupCallResponse(_message.Message):
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     payload: bytes
     def __init__(self, payload: _Optional[bytes] = ...) -> None: ...
+
+class DeleteRecordsRequest(_message.Message):
+    __slots__ = ("stream_id", "offset", "from_node")
+    STREAM_ID_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    FROM_NODE_FIELD_NUMBER: _ClassVar[int]
+    stream_id: int
+    offset: int
+    from_node: int
+    def __init__(self, stream_id: _Optional[int] = ..., offset: _Optional[int] = ..., from_node: _Optional[int] = ...) -> None: ...
+
+class DeleteRecordsResponse(_message.Message):
+    __slots__ = ("error_code", "log_start_offset")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    LOG_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    log_start_offset: int
+    def __init__(self, error_code: _Optional[int] = ..., log_start_offset: _Optional[int] = ...) -> None: ...

@@ -54,6 +54,11 @@ class LeaderStub:
                 request_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.GroupCallRequest.SerializeToString,
                 response_deserializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.GroupCallResponse.FromString,
                 _registered_method=True)
+        self.DeleteRecords = channel.unary_unary(
+                '/zonegate.leader.v1.Leader/DeleteRecords',
+                request_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.DeleteRecordsRequest.SerializeToString,
+                response_deserializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.DeleteRecordsResponse.FromString,
+                _registered_method=True)
 
 
 class LeaderServicer:
@@ -90,6 +95,14 @@ class LeaderServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteRecords(self, request, context):
+        """DeleteRecords: move a partition's log start offset up to an offset (-1: the high
+        watermark), dropping the index entries wholly below it. Only its leader may.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeaderServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -112,6 +125,11 @@ def add_LeaderServicer_to_server(servicer, server):
                     servicer.GroupCall,
                     request_deserializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.GroupCallRequest.FromString,
                     response_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.GroupCallResponse.SerializeToString,
+            ),
+            'DeleteRecords': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteRecords,
+                    request_deserializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.DeleteRecordsRequest.FromString,
+                    response_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.DeleteRecordsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -222,6 +240,33 @@ class Leader:
             '/zonegate.leader.v1.Leader/GroupCall',
             zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.GroupCallRequest.SerializeToString,
             zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.GroupCallResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteRecords(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/zonegate.leader.v1.Leader/DeleteRecords',
+            zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.DeleteRecordsRequest.SerializeToString,
+            zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.DeleteRecordsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,12 +1,14 @@
 """One module per Kafka API; importing this package registers them all."""
 
 from zonegate.proxy.handlers import (  # noqa: F401
+    alter_configs,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
     create_partitions,
     create_topics,
     delete_groups,
+    delete_records,
     delete_topics,
     describe_cluster,
     describe_configs,

@@ -37,7 +37,19 @@ _I32 = struct.Struct(">i")
 # index, error code, base offset, log append time (-1: CreateTime) [, log start offset (v5+)]
 _PARTITION_V3 = struct.Struct(">ihqq")
 _PARTITION_V5 = struct.Struct(">ihqqq")
-_NO_RECORD_ERRORS = {False: _I32.pack(0), True: b"\x01"}
+
+
+def _record_errors(errors: tuple[tuple[int, str | None], ...], flexible: bool) -> bytes:
+    """v8+ record_errors (KIP-467): (batch index, message) of each record refused."""
+    if not errors:
+        return b"\x01" if flexible else _I32.pack(0)
+    out = [_uvarint(len(errors) + 1) if flexible else _I32.pack(len(errors))]
+    for index, message in errors:
+        out.append(_I32.pack(index))
+        out.append(_string(message, flexible))
+        if flexible:
+            out.append(b"\x00")  # no tagged fields
+    return b"".join(out)
 
 
 def _uvarint(n: int) -> bytes:
@@ -60,9 +72,8 @@ def _string(value: str | None, flexible: bool) -> bytes:
 def _encode_answer(version: int, answers: list[ProducedPartition]) -> EncodedBody:
     """ProduceResponse v3-11, encoded by hand: the same bytes kio writes for the same
     answer (tests/proxy/test_produce_answer.py checks every version), at a fraction
-    of the CPU. No throttling, log append time -1 (CreateTime), no record errors,
-    and the v10+ tagged fields (current leader, node endpoints) left out, as kio
-    leaves out defaults."""
+    of the CPU. No throttling, and the v10+ tagged fields (current leader, node
+    endpoints) left out, as kio leaves out defaults."""
     flexible = version >= 9
     by_topic: dict[str, list[ProducedPartition]] = {}
     for a in answers:
@@ -74,12 +85,16 @@ def _encode_answer(version: int, answers: list[ProducedPartition]) -> EncodedBod
         for a in parts:
             if version >= 5:
                 out.append(
-                    _PARTITION_V5.pack(a.partition, a.error, a.base_offset, -1, a.log_start_offset)
+                    _PARTITION_V5.pack(
+                        a.partition, a.error, a.base_offset, a.log_append_time, a.log_start_offset
+                    )
                 )
             else:
-                out.append(_PARTITION_V3.pack(a.partition, a.error, a.base_offset, -1))
+                out.append(
+                    _PARTITION_V3.pack(a.partition, a.error, a.base_offset, a.log_append_time)
+                )
             if version >= 8:
-                out.append(_NO_RECORD_ERRORS[flexible])
+                out.append(_record_errors(a.record_errors, flexible))
                 out.append(_string(a.message, flexible))
             if flexible:
                 out.append(b"\x00")  # partition: no tagged fields

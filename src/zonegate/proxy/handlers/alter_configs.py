@@ -1,0 +1,125 @@
+"""AlterConfigs (key 33, v0-2) and IncrementalAlterConfigs (key 44, v0-1).
+
+Topics: AlterConfigs replaces a topic's configs with those it names (as Kafka's
+does: the others go back to their defaults); IncrementalAlterConfigs sets,
+deletes, appends to or subtracts from single configs (APPEND and SUBTRACT on
+list configs only: `cleanup.policy`). The broker resource "" (kafka-configs.sh
+`--entity-type brokers --entity-default`) holds the cluster-wide defaults of
+topic configs under their broker names (`log.retention.ms`...); a broker
+resource named by a node id holds that node's own, over the cluster's, as
+Kafka's per-broker dynamic configs do: they apply where that node applies topic
+configs (produce it receives, retention of partitions it leads). The Python
+clients can only name a broker by id. Other broker configs are static and
+refused. Unknown configs and bad values get INVALID_CONFIG naming them;
+`validate_only` checks and changes nothing. Every node sees a change at its
+next catalog refresh.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from zonegate.proxy.context import RequestContext
+from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.registry import REGISTRY
+from zonegate.proxy.schema import make
+from zonegate.services.api import (
+    BROKER_DEFAULT_NAMES,
+    InvalidConfig,
+    apply_incremental,
+)
+
+TOPIC, BROKER = 2, 4
+_TOPIC_OF = {broker: topic for topic, broker in BROKER_DEFAULT_NAMES.items()}
+
+
+async def _alter(
+    ctx: RequestContext,
+    res: Any,
+    ops: list[tuple[str, int, str | None]],
+    *,
+    replace: bool,
+    validate_only: bool,
+) -> tuple[ErrorCode, str | None]:
+    topics = ctx.services.topics
+    try:
+        if res.resource_type == TOPIC:
+            topic = await topics.lookup(res.resource_name)
+            if topic is None:
+                return ErrorCode.unknown_topic_or_partition, (
+                    f"topic {res.resource_name!r} does not exist"
+                )
+            changes = apply_incremental({} if replace else topic.configs, ops, topics.defaults)
+            await topics.alter_configs(
+                res.resource_name, changes, replace=replace, validate_only=validate_only
+            )
+        elif res.resource_type == BROKER:
+            scope = res.resource_name
+            if scope != "" and not (scope.isdigit() and scope.isascii()):
+                return ErrorCode.invalid_request, (
+                    f'broker resource {scope!r}: name a node id, or "" for the '
+                    "cluster-wide defaults"
+                )
+            by_topic_name: list[tuple[str, int, str | None]] = []
+            for name, op, value in ops:
+                topic_name = _TOPIC_OF.get(name)
+                if topic_name is None:
+                    raise InvalidConfig(f"broker config {name} cannot be changed at run time")
+                by_topic_name.append((topic_name, op, value))
+            current = {} if replace else topics.defaults_at(scope)
+            changes = apply_incremental(current, by_topic_name, topics.defaults)
+            await topics.alter_defaults(
+                scope,
+                {BROKER_DEFAULT_NAMES[k]: v for k, v in changes.items()},
+                replace=replace,
+                validate_only=validate_only,
+            )
+        else:
+            return ErrorCode.invalid_request, (
+                f"resource type {res.resource_type} is not supported (topics and "
+                "brokers' defaults of topic configs are)"
+            )
+    except InvalidConfig as exc:
+        return ErrorCode.invalid_config, str(exc)
+    except LookupError as exc:
+        return ErrorCode.unknown_topic_or_partition, str(exc)
+    return ErrorCode.none, None
+
+
+async def _answer(ctx: RequestContext, request: Any, incremental: bool, answer: str) -> Any:
+    item = cls(ctx, "AlterConfigsResourceResponse")
+    out = []
+    seen: set[tuple[int, str]] = set()
+    for res in request.resources:
+        key = (res.resource_type, res.resource_name)
+        message: str | None
+        if key in seen:
+            code, message = ErrorCode.invalid_request, "resource named twice in one request"
+        else:
+            seen.add(key)
+            ops = [(c.name, c.config_operation if incremental else 0, c.value) for c in res.configs]
+            code, message = await _alter(
+                ctx, res, ops, replace=not incremental, validate_only=request.validate_only
+            )
+        out.append(
+            make(
+                item,
+                error_code=code,
+                error_message=message,
+                resource_type=res.resource_type,
+                resource_name=res.resource_name,
+            )
+        )
+    return make(cls(ctx, answer), throttle_time=NO_THROTTLE, responses=tuple(out))
+
+
+@REGISTRY.register(33, 0, 2)
+async def handle_alter(ctx: RequestContext, request: Any) -> Any:
+    return await _answer(ctx, request, False, "AlterConfigsResponse")
+
+
+@REGISTRY.register(44, 0, 1)
+async def handle_incremental(ctx: RequestContext, request: Any) -> Any:
+    return await _answer(ctx, request, True, "IncrementalAlterConfigsResponse")

@@ -1,0 +1,149 @@
+"""Object GC: deletes the objects no index entry names any more, after a grace.
+
+One node at a time runs it (the controller). A pass LISTs the WAL prefix (the
+one LIST, never on a client's path), asks the index store which units are
+still named by an entry (a pack file of the local store is one unit: its
+objects are deleted together), records the unreferenced ones with the time
+they were first seen so, and deletes those unreferenced for
+`unreferenced_grace_ms` and uploaded longer than `orphan_grace_ms` ago. Usage
+records older than their retention go too. Objects are deleted before their
+pending rows, so a crash anywhere leaves work the next pass finishes and
+nothing half done. docs/storage.md has the design and why the graces are safe.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import re
+from dataclasses import dataclass, field
+
+from zonegate.runtime.clock import Clock
+from zonegate.runtime.crash import crash_point
+from zonegate.storage.index import GcStore
+from zonegate.storage.objects import ObjectStore
+from zonegate.storage.pack_files import parse_packed_key
+
+log = logging.getLogger(__name__)
+
+WAL_PREFIX = "wal/"
+USAGE_PREFIX = "usage/"
+_USAGE_DATE = re.compile(r"(?:^|/)date=(\d{4}-\d{2}-\d{2})/")
+_DELETE_BATCH = 1000  # S3's DeleteObjects takes at most 1,000 keys a call
+
+
+@dataclass(frozen=True)
+class GcSettings:
+    unreferenced_grace_ms: int = 60_000  # log.segment.delete.delay.ms
+    orphan_grace_ms: int = 600_000  # zonegate.gc.orphan.grace.ms
+    usage_retention_ms: int = 30 * 86_400_000  # --usage-retention-days
+
+
+@dataclass
+class GcStats:
+    passes: int = 0
+    deleted_objects: int = 0
+    deleted_bytes: int = 0
+    deleted_usage_objects: int = 0
+    pending_objects: int = 0
+    pending_bytes: int = 0
+    # kind -> (objects, bytes) as of the last pass's LIST
+    stored: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+@dataclass
+class _Unit:
+    size: int = 0
+    modified_ms: int = 0
+
+
+def unit_of(key: str) -> str:
+    """The unit a key is deleted with: its pack file for a packed object, else itself."""
+    packed = parse_packed_key(key)
+    return packed.pack if packed is not None else key
+
+
+class ObjectGc:
+    def __init__(
+        self, store: ObjectStore, index: GcStore, clock: Clock, settings: GcSettings
+    ) -> None:
+        self._store = store
+        self._index = index
+        self._clock = clock
+        self._settings = settings
+        self.stats = GcStats()
+        # When (wall ms) the next unit waiting out a grace becomes due, as of the last
+        # pass: the node runs the next pass then, not a whole interval later.
+        self.next_due_ms: int | None = None
+
+    async def run_once(self) -> None:
+        self.stats.passes += 1
+        units: dict[str, _Unit] = {}
+        for info in await self._store.list(WAL_PREFIX):
+            u = units.setdefault(unit_of(info.key), _Unit())
+            u.size += info.size
+            u.modified_ms = max(u.modified_ms, info.modified_ms)
+        referenced = await self._index.referenced_units(list(units))
+        pending = await self._index.gc_pending()
+        now = self._clock.wall_ms()
+        s = self._settings
+        add: dict[str, tuple[int, int]] = {}
+        due: list[str] = []
+        waiting: list[int] = []
+        for name, u in units.items():
+            if name in referenced:
+                continue
+            first_seen = pending[name][0] if name in pending else now
+            if name not in pending:
+                add[name] = (now, u.size)
+            due_at = max(first_seen + s.unreferenced_grace_ms, u.modified_ms + s.orphan_grace_ms)
+            if due_at <= now:
+                due.append(name)
+            else:
+                waiting.append(due_at)
+        self.next_due_ms = min(waiting, default=None)
+        # Rows of units named again (a commit that came after the LIST), or gone.
+        stale = [name for name in pending if name in referenced or name not in units]
+        if due:
+            crash_point("gc:before-delete")
+        for i in range(0, len(due), _DELETE_BATCH):
+            await self._store.delete_many(due[i : i + _DELETE_BATCH])
+        if due:
+            crash_point("gc:after-delete")
+        await self._index.update_gc_pending(add, [*stale, *due])
+        if add or stale:
+            crash_point("gc:after-rows")
+        deleted_bytes = sum(units[name].size for name in due)
+        self.stats.deleted_objects += len(due)
+        self.stats.deleted_bytes += deleted_bytes
+        left = {n: u for n, u in units.items() if n not in referenced and n not in due}
+        self.stats.pending_objects = len(left)
+        self.stats.pending_bytes = sum(u.size for u in left.values())
+        kept = [u for n, u in units.items() if n not in due]
+        self.stats.stored = {"wal": (len(kept), sum(u.size for u in kept))}
+        if due:
+            log.info("object GC deleted %d objects (%d bytes)", len(due), deleted_bytes)
+        await self._expire_usage(now)
+
+    def next_pass_in(self) -> float | None:
+        """Seconds until the next unit waiting out a grace is due (None: none waits)."""
+        if self.next_due_ms is None:
+            return None
+        return max(self.next_due_ms - self._clock.wall_ms(), 0) / 1000
+
+    async def _expire_usage(self, now_ms: int) -> None:
+        cutoff = datetime.datetime.fromtimestamp(
+            (now_ms - self._settings.usage_retention_ms) / 1000, datetime.UTC
+        ).date()
+        infos = await self._store.list(USAGE_PREFIX)
+        old = [
+            i.key
+            for i in infos
+            if (m := _USAGE_DATE.search(i.key)) is not None
+            and datetime.date.fromisoformat(m.group(1)) < cutoff
+        ]
+        for i in range(0, len(old), _DELETE_BATCH):
+            await self._store.delete_many(old[i : i + _DELETE_BATCH])
+        self.stats.deleted_usage_objects += len(old)
+        kept = [i for i in infos if i.key not in set(old)]
+        self.stats.stored["usage"] = (len(kept), sum(i.size for i in kept))
