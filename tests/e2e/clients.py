@@ -11,6 +11,7 @@ import asyncio
 import subprocess
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tests.e2e.records_fixture import SampleRecord
@@ -258,3 +259,24 @@ def kcat(*args: str, input: bytes | None = None, timeout: float = 60) -> bytes:
     proc = subprocess.run(["kcat", *args], input=input, capture_output=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     return proc.stdout
+
+
+def ck_watermarks(bootstrap: str, topic: str, partition: int = 0) -> tuple[int, int]:
+    """(log start, high watermark) of a partition, as confluent-kafka reads them."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "watermarks"})
+    try:
+        low, high = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+        return int(low), int(high)
+    finally:
+        c.close()
+
+
+def wait_until(what: str, check: Callable[[], bool], timeout: float = 60) -> None:
+    """Polls `check` every 0.2 s until it holds; AssertionError naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)

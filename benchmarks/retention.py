@@ -1,0 +1,162 @@
+"""The bucket and the metadata store under retention, on moto's S3 server over HTTP.
+
+One `zonegate serve` node process on S3 (moto's server); topics with a short
+`retention.ms` take a steady produce rate from a confluent-kafka producer for
+several retention periods. Every second it samples: the bucket's WAL bytes
+(LIST), the bytes retention keeps (the batches the index names, SUM(length)),
+and the rows of the metadata store (every table). Once retention has been
+reached (from the second period on) the bucket should hold about what
+retention keeps: whole WAL objects, some a segment's span older than the
+newest segment a partition dropped, and objects waiting out
+`log.segment.delete.delay.ms` before GC deletes them. The last line is exactly
+`retention: bucket MiB X for retained MiB Y, ratio R; metadata rows Z`, X and
+Y being the means over the last period, Z the rows at the end.
+
+    python benchmarks/retention.py [--retention-s 20] [--periods 5] [--rate-mb 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.node_harness import start_node  # noqa: E402
+from tests.s3_server import FAKE_AWS_ENV, MotoS3Server  # noqa: E402
+
+BUCKET = "zonegate-retention-bench"
+MIB = 1024 * 1024
+
+
+def bucket_bytes(client: object, prefix: str) -> int:
+    total = 0
+    pages = client.get_paginator("list_objects_v2").paginate(  # type: ignore[attr-defined]
+        Bucket=BUCKET, Prefix=prefix
+    )
+    for page in pages:
+        total += sum(o["Size"] for o in page.get("Contents", []))
+    return total
+
+
+def store_figures(db_path: Path) -> tuple[int, int]:
+    """(bytes the index names, rows in all tables) of the metadata store."""
+    db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30)
+    try:
+        (named,) = db.execute("SELECT COALESCE(SUM(length), 0) FROM stream_index").fetchone()
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        rows = sum(db.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in tables)
+        return int(named), int(rows)
+    finally:
+        db.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--retention-s", type=float, default=20.0)
+    parser.add_argument("--segment-s", type=float, default=1.0)
+    parser.add_argument("--periods", type=int, default=5)
+    parser.add_argument("--rate-mb", type=float, default=2.0, help="MB/s produced")
+    parser.add_argument("--topics", type=int, default=4)
+    parser.add_argument("--partitions", type=int, default=2)
+    args = parser.parse_args()
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    retention_ms = int(args.retention_s * 1000)
+    with tempfile.TemporaryDirectory() as tmp, MotoS3Server(default_bucket=BUCKET) as moto:
+        node = start_node(
+            Path(tmp) / "node",
+            [
+                "--zones",
+                "zone-a",
+                "--object-store",
+                f"s3://{BUCKET}/bench",
+                "--s3-endpoint",
+                moto.endpoint_url,
+                "--log-retention-check-interval-ms",
+                "500",
+                "--gc-interval-ms",
+                "1000",
+                "--log-segment-delete-delay-ms",
+                "1000",
+                "--gc-orphan-grace-ms",
+                "5000",
+            ],
+            dict(FAKE_AWS_ENV),
+        )
+        client = moto.client()
+        try:
+            admin = AdminClient({"bootstrap.servers": node.bootstrap})
+            topics = [f"short-{i}" for i in range(args.topics)]
+            configs = {
+                "retention.ms": str(retention_ms),
+                "segment.ms": str(int(args.segment_s * 1000)),
+            }
+            futures = admin.create_topics(
+                [NewTopic(t, num_partitions=args.partitions, config=configs) for t in topics]
+            )
+            for f in futures.values():
+                f.result(30)
+            p = Producer(
+                {"bootstrap.servers": node.bootstrap, "linger.ms": 5, "enable.idempotence": True}
+            )
+            payload = os.urandom(1024)
+            per_tick = max(1, int(args.rate_mb * 1_000_000 / len(payload) / 100))  # 10 ms ticks
+            samples: list[tuple[float, int, int, int]] = []  # (t, bucket, named, rows)
+            start = time.monotonic()
+            duration = args.retention_s * args.periods
+            next_sample = start + 1.0
+            i = 0
+            while (now := time.monotonic()) - start < duration:
+                for _ in range(per_tick):
+                    while True:
+                        try:
+                            p.produce(topics[i % len(topics)], payload)
+                            break
+                        except BufferError:
+                            p.poll(0.01)
+                    i += 1
+                p.poll(0)
+                if now >= next_sample:
+                    named, rows = store_figures(node.data_dir / "meta.db")
+                    samples.append((now - start, bucket_bytes(client, "bench/wal/"), named, rows))
+                    next_sample += 1.0
+                time.sleep(max(0.0, start + (i / per_tick) * 0.01 - time.monotonic()))
+            assert p.flush(60) == 0
+            produced = i * len(payload)
+        finally:
+            node.stop()
+    for period in range(args.periods):
+        chunk = [
+            s
+            for s in samples
+            if period * args.retention_s <= s[0] < (period + 1) * args.retention_s
+        ]
+        if chunk:
+            bucket_mib = statistics.mean(s[1] for s in chunk) / MIB
+            retained_mib = statistics.mean(s[2] for s in chunk) / MIB
+            print(
+                f"period {period + 1}: bucket MiB {bucket_mib:.1f}, "
+                f"retained MiB {retained_mib:.1f}, "
+                f"metadata rows {min(s[3] for s in chunk)}-{max(s[3] for s in chunk)}"
+            )
+    print(f"produced MiB {produced / MIB:.1f} in {duration:.0f} s ({len(samples)} samples)")
+    last = [s for s in samples if s[0] >= (args.periods - 1) * args.retention_s]
+    bucket = statistics.mean(s[1] for s in last)
+    retained = statistics.mean(s[2] for s in last)
+    rows = samples[-1][3]
+    print(
+        f"retention: bucket MiB {bucket / MIB:.1f} for retained MiB {retained / MIB:.1f}, "
+        f"ratio {bucket / retained:.2f}; metadata rows {rows}"
+    )
+
+
+if __name__ == "__main__":
+    main()
