@@ -32,7 +32,7 @@ from typing import TypeVar
 from zonegate.metastore.cluster_sqlite import ClusterTables
 from zonegate.metastore.groups_sqlite import GroupTables
 from zonegate.metastore.streams_sqlite import StreamTables
-from zonegate.metastore.tables_sqlite import SCHEMA
+from zonegate.metastore.tables_sqlite import SCHEMA, add_new_columns
 
 T = TypeVar("T")
 
@@ -61,6 +61,7 @@ class SqliteMetaStore(ClusterTables, StreamTables, GroupTables):
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
             conn.executescript(SCHEMA)
+            add_new_columns(conn)
             self._conn = conn
         return self._conn
 

@@ -73,7 +73,8 @@ CREATE TABLE IF NOT EXISTS nodes (
     kafka_port INTEGER NOT NULL,
     rpc_host TEXT NOT NULL,
     rpc_port INTEGER NOT NULL,
-    lease_expires_ms INTEGER NOT NULL
+    lease_expires_ms INTEGER NOT NULL,
+    incarnation INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS leases (
     name TEXT PRIMARY KEY,
@@ -104,6 +105,36 @@ CREATE TABLE IF NOT EXISTS counters (
     value INTEGER NOT NULL
 );
 """
+
+# Columns added after a release, as (table, column, definition): a file made by an
+# older release gets them when a node of this one opens it (`add_new_columns`).
+ADDED_COLUMNS = (
+    # Node identity fenced by incarnation (docs/metadata-schema.md).
+    ("nodes", "incarnation", "INTEGER NOT NULL DEFAULT 0"),
+)
+
+
+def add_new_columns(db: sqlite3.Connection) -> None:
+    """Adds ADDED_COLUMNS a file lacks, in one write transaction (nodes opening an old
+    file together: the second finds the columns there)."""
+
+    def missing() -> list[tuple[str, str, str]]:
+        return [
+            (table, column, definition)
+            for table, column, definition in ADDED_COLUMNS
+            if column not in {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+        ]
+
+    if not missing():
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for table, column, definition in missing():
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 class SqliteTables(ABC):
