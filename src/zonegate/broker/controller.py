@@ -6,6 +6,11 @@ leader's lease has expired and moves them to live nodes, balanced across zones
 and nodes, bumping each leader epoch in the same transaction. Moving a
 partition copies no data: the new leader loads the index from the metadata
 store.
+
+A controller moves nothing during its first lease after its process started:
+nodes that stopped together (a restart of `zonegate serve`, or of a whole
+cluster) come back within it and find their partitions where they left them,
+instead of the first one up taking every partition of the others.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ class Controller:
         self._meta = meta
         self._members = membership
         self._clock_ms = clock_ms
+        self._started_ms = clock_ms()
         self.is_active = False
 
     async def run_once(self, meta: ClusterStore | None = None) -> int:
@@ -45,8 +51,10 @@ class Controller:
         )
         if not self.is_active:
             return 0
-        nodes = await meta.list_nodes()
         now = self._clock_ms()
+        if now < self._started_ms + self._members.lease_ms:
+            return 0  # nodes stopped with us may be starting again (module doc)
+        nodes = await meta.list_nodes()
         live = [n for n in nodes if n.live(now)]
         if not live:
             return 0

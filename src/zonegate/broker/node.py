@@ -6,8 +6,10 @@ services (services/api.py); this module is the one place that knows how they
 are made. Start order (the supervisor's): the catalog, the leader's RPC
 listener, membership (so others can reach us), the Kafka listener, then the
 background tasks; stop is the reverse: stop accepting, answer what was read
-(WAL uploads and leader commits finish), leave the membership (so partitions
-move at once), close the stores.
+(WAL uploads and leader commits finish), hand the partitions and groups over
+to the other live nodes at once (lifecycle.py), close the stores. Before any of
+it, the node takes its data directory's lock and claims its node id under a new
+incarnation, or refuses to start (node_identity.py).
 """
 
 from __future__ import annotations
@@ -21,7 +23,14 @@ from zonegate.broker.config import NodeConfig
 from zonegate.broker.controller import Controller
 from zonegate.broker.http import HttpEndpoint
 from zonegate.broker.lease_keeper import LeaseKeeper
+from zonegate.broker.lifecycle import hand_over
 from zonegate.broker.metrics import node_registry
+from zonegate.broker.node_identity import (
+    DataDirLock,
+    claim_node,
+    fence_earlier_incarnations,
+    new_incarnation,
+)
 from zonegate.broker.usage import UsageWriter
 from zonegate.coordinator.classic import GroupConfig
 from zonegate.coordinator.consumer_group import ConsumerGroupSettings
@@ -66,6 +75,13 @@ class Node:
         self.reader = StreamReader(self.store, self.log_cache)
         self.accounting = Accounting(config.node_id, config.zone)
         self.local_leader = LeaderService(self.meta)
+        self.lock = DataDirLock(config.data_dir)
+        self.incarnation = new_incarnation()
+        # Set when another incarnation took this node's lease (we are a zombie): the
+        # process stops (serve_cli.py waits on it).
+        self.fenced = asyncio.Event()
+        self.stopping_with: set[int] = set()  # nodes of this process stopping with it
+        self._loop: asyncio.AbstractEventLoop | None = None
         me = NodeRecord(
             config.node_id,
             config.zone,
@@ -73,6 +89,7 @@ class Node:
             config.port,
             config.rpc_host or config.host,
             config.rpc_port,
+            incarnation=self.incarnation,
         )
         self.membership = Membership(
             self.meta, me, lease_ms=config.lease_ms, clock_ms=clock.wall_ms
@@ -110,6 +127,7 @@ class Node:
             interval_s=config.heartbeat_s,
             stall_s=5 * config.lease_ms / 1000,
             monotonic=clock.monotonic,
+            on_fenced=self._on_fenced_from_thread,
         )
         self._remotes: dict[int, RemoteLeader] = {}
         self._rpc_token = ""  # read from the metadata store at start
@@ -272,13 +290,46 @@ class Node:
         await self.catalog.refresh()
         self.coordinator.forget(lambda gid: self.cluster.group_owner(gid) == self.config.node_id)
 
+    def _on_fenced_from_thread(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._on_fenced)
+
+    def _on_fenced(self) -> None:
+        if not self.fenced.is_set():
+            log.error(
+                "node %d: another process now holds this node's lease; this one is no "
+                "longer node %d and stops",
+                self.config.node_id,
+                self.config.node_id,
+            )
+            self.fenced.set()
+
+    async def _claim(self) -> None:
+        """Claims the node id (or StartupError), fences earlier incarnations' commits,
+        and renews as membership did before."""
+        now = self.clock.wall_ms()
+        previous = self.lock.previous_incarnation()
+        await claim_node(self.meta, self.membership.me, self.config.lease_ms, now, previous)
+        self.lock.record_incarnation(self.incarnation)
+        if await fence_earlier_incarnations(self.meta, self.config.node_id):
+            await self.catalog.refresh()
+        await self.membership.renew()
+
+    async def _acquire_lock(self) -> None:
+        self.lock.acquire()
+
+    async def _release_lock(self) -> None:
+        self.lock.release()
+
     def _is_ready(self) -> bool:
         return self.ready and not self.supervisor.problems()
 
     # -- lifecycle ----------------------------------------------------------
     async def start(self) -> None:
         sup = self.supervisor
+        self._loop = asyncio.get_running_loop()
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        await sup.start("data directory lock", self._acquire_lock, self._release_lock)
         await sup.start("metadata store", None, self.meta.close)
         await sup.start("object store", None, self.store.close)
         await sup.start("catalog", self.catalog.load)
@@ -303,8 +354,9 @@ class Node:
             self.port,
             self.config.rpc_host or self.config.host,
             rpc_port,
+            incarnation=self.incarnation,
         )
-        await sup.start("membership", self.membership.renew, self.membership.stop)
+        await sup.start("membership", self._claim, self.membership.stop)
         await sup.start("leases", self.leases.start, self.leases.stop)
         await sup.start("group coordinator", None, self.coordinator.shutdown)
         sup.run("group timers", self.coordinator.run_timers)
@@ -336,12 +388,17 @@ class Node:
         await self.server.stop_accepting()
         await self.server.drain(self.config.drain_timeout_s)
         await self.wal.close(drain=True)
+        try:
+            await hand_over(self.meta, self.membership, self.catalog.topics(), self.stopping_with)
+        except Exception as exc:  # the store unreachable: the lease runs out instead
+            log.warning("node %d could not hand over: %s", self.config.node_id, exc)
 
     async def _close_remotes(self) -> None:
         for remote in self._remotes.values():
             await remote.close()
 
     async def stop(self) -> None:
-        self.ready = False
+        served, self.ready = self.ready, False
         await self.supervisor.stop()
-        log.info("node %d stopped", self.config.node_id)
+        if served:  # a node refused at start says why in one line, and nothing more
+            log.info("node %d stopped", self.config.node_id)
