@@ -60,4 +60,3 @@ class NodeConfig:
     @property
     def advertised(self) -> str:
         return self.advertised_host or self.host
-

@@ -21,6 +21,7 @@ import grpc
 
 from zonegate.broker.config import NodeConfig
 from zonegate.broker.controller import Controller
+from zonegate.broker.group_lag import GroupLag
 from zonegate.broker.http import HttpEndpoint
 from zonegate.broker.lease_keeper import LeaseKeeper
 from zonegate.broker.lifecycle import hand_over
@@ -56,12 +57,14 @@ from zonegate.services.read_path import ReadService
 from zonegate.services.topic_configs import TOPIC_CONFIGS
 from zonegate.services.write_path import ProduceService
 from zonegate.storage.log_cache import LogCache
-from zonegate.storage.objects import open_object_store
+from zonegate.storage.objects import ObjectNotFound, open_object_store
 from zonegate.storage.reader import StreamReader
 from zonegate.usage.accounting import FORWARD_RPC, Accounting
 from zonegate.wal_s3.wal_writer import WalWriter
 
 log = logging.getLogger(__name__)
+_PROBE_INTERVAL_S = 5.0
+_LAG_INTERVAL_S = 10.0
 
 
 class Node:
@@ -175,10 +178,11 @@ class Node:
             clock,
             owner_wait_s=config.lease_ms / 1000 + 2.0,
         )
+        self.produce = ProduceService(self.catalog.get, self.wal, self.leader, self.meta)
         self.services = Services(
             cluster=self.cluster,
             topics=self.catalog,
-            produce=ProduceService(self.catalog.get, self.wal, self.leader, self.meta),
+            produce=self.produce,
             fetch=ReadService(
                 self.catalog.get, self.catalog.lookup, self.leader, self.reader, self.meta, clock
             ),
@@ -191,6 +195,12 @@ class Node:
             self.services,
             REGISTRY,
             ListenerConfig(config.host, config.port, config.max_request_bytes),
+        )
+        self.group_lag = GroupLag(
+            self.meta,
+            lambda gid: self.cluster.group_owner(gid) == config.node_id,
+            self._partition_of,
+            self._high_watermark,
         )
         self.http: HttpEndpoint | None = None
         self._rpc: grpc.aio.Server | None = None
@@ -321,6 +331,24 @@ class Node:
     async def _release_lock(self) -> None:
         self.lock.release()
 
+    def _partition_of(self, topic: str, partition: int) -> PartitionInfo | None:
+        t = self.catalog.get(topic)
+        return t.partitions[partition] if t is not None and partition < len(t.partitions) else None
+
+    async def _high_watermark(self, stream_id: int) -> int:
+        return (await self.leader.offsets(stream_id))[1]
+
+    async def _probe_object_store(self) -> None:
+        """Fails (and so /readyz answers 503) while the object store cannot be read;
+        the metadata store is probed by the catalog refresh, twice a heartbeat."""
+        try:
+            await self.store.get_range(self._probe_key, 0, 1)
+        except ObjectNotFound:  # the store answers, without our object: write it again
+            await self.store.put(self._probe_key, b"ok\n")
+
+    def is_ready(self) -> bool:
+        return self._is_ready()
+
     def _is_ready(self) -> bool:
         return self.ready and not self.supervisor.problems()
 
@@ -362,6 +390,12 @@ class Node:
         sup.run("group timers", self.coordinator.run_timers)
         sup.every("usage records", self.config.usage_interval_s, self.usage.flush)
         sup.every("catalog refresh", self.config.heartbeat_s / 2, self._refresh)
+        # One small object per node, read back every few seconds: a GET costs a
+        # fraction of a LIST, and proves reads work, not only that the host answers.
+        self._probe_key = f"health/node-{self.config.node_id}"
+        await self.store.put(self._probe_key, b"ok\n")
+        sup.every("object store", _PROBE_INTERVAL_S, self._probe_object_store)
+        sup.every("group lag", _LAG_INTERVAL_S, self.group_lag.measure)
         if self.config.http_port is not None:
             self.http = HttpEndpoint(
                 node_registry(self), self._is_ready, self.config.host, self.config.http_port

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from zonegate.broker.config import NodeConfig
 from zonegate.broker.config_file import layered, resolve
 from zonegate.broker.startup import StartupError, bind_failure, check_config, check_writable_dir
+from zonegate.metastore.models import MetaStoreError
 
 if TYPE_CHECKING:
     from zonegate.broker.node import Node
@@ -461,6 +462,13 @@ async def _start(configs: list[NodeConfig]) -> list[Node]:
         for c in configs:
             nodes.append(Node(c))
             await nodes[-1].start()
+    except MetaStoreError as exc:
+        # Typically the PostgreSQL server unreachable, or a schema newer than this release.
+        c = nodes[-1].config if nodes else configs[0]
+        for node in reversed(nodes):
+            with contextlib.suppress(Exception):
+                await node.stop()
+        raise StartupError(f"node {c.node_id}, zone {c.zone} cannot start: {exc}") from None
     except StartupError:
         # Refused by the node itself (its data directory in use, its node id alive).
         for node in reversed(nodes):
