@@ -184,9 +184,9 @@ def _operations(node: Node, me: str) -> Iterator[Metric]:
         errors.add_metric([me, _api_name(api_key), str(code), _error_name(code)], n)
     yield errors
     ready = GaugeMetricFamily(
-        "zonegate_ready", "1 while /readyz answers 200, else 0", labels=["node"]
+        "zonegate_ready", "1 while /readyz answers 200, else 0", labels=["node", "node_zone"]
     )
-    ready.add_metric([me], 1.0 if node.is_ready() else 0.0)
+    ready.add_metric([me, node.config.zone], 1.0 if node.is_ready() else 0.0)
     yield ready
 
 

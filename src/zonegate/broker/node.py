@@ -90,7 +90,7 @@ class Node:
             config.zone,
             config.advertised,
             config.port,
-            config.rpc_host or config.host,
+            _reachable(config.rpc_host or config.host, config.advertised),
             config.rpc_port,
             incarnation=self.incarnation,
         )
@@ -380,7 +380,7 @@ class Node:
             self.config.zone,
             self.config.advertised,
             self.port,
-            self.config.rpc_host or self.config.host,
+            _reachable(self.config.rpc_host or self.config.host, self.config.advertised),
             rpc_port,
             incarnation=self.incarnation,
         )
@@ -436,3 +436,9 @@ class Node:
         await self.supervisor.stop()
         if served:  # a node refused at start says why in one line, and nothing more
             log.info("node %d stopped", self.config.node_id)
+
+
+def _reachable(host: str, advertised: str) -> str:
+    """The address other nodes dial for the leader RPC: a wildcard listener (0.0.0.0,
+    as in a pod) is reached at the advertised host."""
+    return advertised if host in ("", "0.0.0.0", "::") else host

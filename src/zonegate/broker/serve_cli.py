@@ -24,6 +24,24 @@ if TYPE_CHECKING:
     from zonegate.broker.node import Node
 
 
+def _node_id(text: str) -> int:
+    """A number, or `from-ip:ADDRESS` (the DaemonSet's: broker/k8s_node.py)."""
+    if text.startswith("from-ip:"):
+        from zonegate.broker.k8s_node import NodeIdentityError, node_id_from_ip
+
+        try:
+            return node_id_from_ip(text)
+        except NodeIdentityError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    value: int = _at_least(0, int)(text)
+    if value > (1 << 31) - 1:
+        raise argparse.ArgumentTypeError(f"must be at most {(1 << 31) - 1} (Kafka's broker ids)")
+    return value
+
+
+_node_id.__name__ = "int"
+
+
 def _host_port(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or int(port) > 65535:
@@ -88,7 +106,10 @@ def _add_node_args(p: argparse.ArgumentParser, *, embedded: bool) -> None:
     else:
         listen_help = "Kafka listener HOST:PORT (default 127.0.0.1:9092)"
         data_help = "where the node keeps its data (default ./zonegate-data)"
-        node_id_help = "this node's id, unique in the cluster (default 1)"
+        node_id_help = (
+            "this node's id, unique in the cluster; from-ip:ADDRESS makes it from the "
+            "machine's IP address (default 1)"
+        )
         http_help = "port for /metrics, /healthz, /readyz (default: no HTTP endpoint)"
     p.add_argument(
         "--listen",
@@ -126,7 +147,7 @@ def _add_node_args(p: argparse.ArgumentParser, *, embedded: bool) -> None:
         help="metadata store: sqlite:///path/meta.db, or postgresql://user:password@host:port/"
         "database shared by nodes on several machines (default sqlite:///DATA_DIR/meta.db)",
     )
-    p.add_argument("--node-id", metavar="ID", type=_at_least(0, int), default=1, help=node_id_help)
+    p.add_argument("--node-id", metavar="ID", type=_node_id, default=1, help=node_id_help)
     if embedded:
         p.add_argument("--zone", action=_ZoneOnServe, help=argparse.SUPPRESS)
         p.add_argument(
@@ -142,7 +163,8 @@ def _add_node_args(p: argparse.ArgumentParser, *, embedded: bool) -> None:
             metavar="ZONE",
             default="zone-a",
             help="this node's availability zone; clients are served by nodes of their own "
-            "zone (default zone-a)",
+            "zone; from-node-label: the Kubernetes machine's topology.kubernetes.io/zone "
+            "label (default zone-a)",
         )
     p.add_argument(
         "--cluster-id",
@@ -338,6 +360,17 @@ def _zone_cidrs(spec: str) -> tuple[tuple[str, str], ...]:
     return tuple(cidrs.items())
 
 
+def _zone(value: str) -> str:
+    if value != "from-node-label":
+        return value
+    from zonegate.broker.k8s_node import NodeIdentityError, zone_from_node_label
+
+    try:
+        return zone_from_node_label()
+    except NodeIdentityError as exc:
+        raise StartupError(f"--zone from-node-label: {exc}") from None
+
+
 def config_from_args(args: argparse.Namespace) -> NodeConfig:
     if args.group_min_session_timeout_ms > args.group_max_session_timeout_ms:
         raise StartupError(
@@ -364,7 +397,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         usage_interval_s=args.usage_interval_s,
         advertised_host=args.advertised_host,
         node_id=args.node_id,
-        zone=getattr(args, "zone", "zone-a"),  # serve has --zones instead
+        zone=_zone(getattr(args, "zone", "zone-a")),  # serve has --zones instead
         cluster_id=args.cluster_id,
         object_store_url=args.object_store,
         s3_endpoint=args.s3_endpoint,
