@@ -4,8 +4,9 @@ started and stopped by the test (no mock, no shared server).
 The binaries are Debian's `postgresql` package (scripts/test installs it when
 missing); `pg_config --bindir` or /usr/lib/postgresql/*/bin finds them. PostgreSQL
 refuses to run as root, so as root the server runs as the `postgres` user the
-package made, in a directory that user owns. `fsync=off`: the tests kill nodes,
-never the machine, and a test run need not wait for the disk.
+package made, in a directory that user owns. `fsync=off` unless asked: the
+tests kill nodes, never the machine, and a test run need not wait for the disk
+(the benchmarks ask for it, to measure what a real server does).
 
     with PostgresServer() as pg:
         url = pg.new_database()    # postgresql://zonegate@127.0.0.1:PORT/db_1
@@ -49,7 +50,8 @@ def _free_port() -> int:
 
 
 class PostgresServer:
-    def __init__(self) -> None:
+    def __init__(self, *, fsync: bool = False) -> None:
+        self._fsync = fsync
         bindir = postgres_bindir()
         if bindir is None:
             pytest.fail("PostgreSQL is not installed: run scripts/test (it installs postgresql)")
@@ -88,7 +90,8 @@ class PostgresServer:
 
     def start(self) -> None:
         options = (
-            f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
+            f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 "
+            f"-c fsync={'on' if self._fsync else 'off'} "
             "-c max_connections=300 -c shared_buffers=32MB"
         )
         self._run(
