@@ -124,6 +124,13 @@ def zonegate_node(args: argparse.Namespace) -> Iterator[tuple[dict[str, Any], Ca
         env = dict(FAKE_AWS_ENV)
     if args.seal_age_ms is not None:
         extra += ["--wal-seal-age-ms", str(args.seal_age_ms)]
+    postgres = None
+    if args.metastore == "postgresql":
+        from tests.postgres_server import PostgresServer
+
+        postgres = PostgresServer(fsync=True)  # a server as deployed: commits reach the disk
+        postgres.start()
+        extra += ["--metastore", postgres.new_database()]
     with tempfile.TemporaryDirectory() as tmp:
         node = start_node(Path(tmp) / "node", extra, env)
         try:
@@ -162,6 +169,8 @@ def zonegate_node(args: argparse.Namespace) -> Iterator[tuple[dict[str, Any], Ca
             node.stop()
             if moto is not None:
                 moto.stop()
+            if postgres is not None:
+                postgres.close()
 
 
 def latency_phase(conf: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
@@ -190,6 +199,13 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--store", choices=("file", "s3"), default="file")
     parser.add_argument("--seal-age-ms", type=float, default=None)
+    parser.add_argument(
+        "--metastore",
+        choices=("sqlite", "postgresql"),
+        default="sqlite",
+        help="the node's metadata store: its SQLite file, or a PostgreSQL server started "
+        "for the run (Debian's postgresql package; fsync on) (default sqlite)",
+    )
     parser.add_argument(
         "--latency-rate",
         type=float,
@@ -232,7 +248,8 @@ def main() -> None:
     ):
         print(
             f"{name:9s} {r['mb_s']:8.1f} MB/s ({args.records} x {RECORD_BYTES} B in "
-            f"{r['seconds']:.1f} s, store={args.store});  at {args.latency_rate:.0f} records/s, "
+            f"{r['seconds']:.1f} s, store={args.store}, metastore={args.metastore});  "
+            f"at {args.latency_rate:.0f} records/s, "
             f"linger.ms={args.latency_linger_ms:g}, median of {len(rounds)} rounds: "
             f"p50 {lat['p50_ms']:6.1f} ms  p99 {lat['p99_ms']:6.1f} ms"
         )

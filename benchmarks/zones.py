@@ -121,11 +121,28 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=20_000, help="per zone")
     parser.add_argument("--latency-rate", type=float, default=5_000)
     parser.add_argument("--latency-records", type=int, default=20_000)
+    parser.add_argument(
+        "--metastore",
+        choices=("sqlite", "postgresql"),
+        default="sqlite",
+        help="the cluster's metadata store: one SQLite file, or a PostgreSQL server started "
+        "for the run (fsync on) (default sqlite)",
+    )
     args = parser.parse_args()
     results: dict[str, float] = {}
+    postgres = None
+    if args.metastore == "postgresql":
+        from tests.postgres_server import PostgresServer
+
+        postgres = PostgresServer(fsync=True)
+        postgres.start()
+
+    def store() -> tuple[str, ...]:
+        return ("--metastore", postgres.new_database()) if postgres is not None else ()
+
     with tempfile.TemporaryDirectory() as tmp:
         for name, extra in (("zonegate", ()), ("leader-routed", ("--zone-routing", "false"))):
-            cluster = start_cluster(Path(tmp) / name, ZONES, 2, extra)
+            cluster = start_cluster(Path(tmp) / name, ZONES, 2, (*extra, *store()))
             try:
                 results[name] = workload(cluster, "zones", args.records)
                 if name == "zonegate":
@@ -137,13 +154,16 @@ def main() -> None:
                     )
             finally:
                 cluster.stop()
-        single = start_cluster(Path(tmp) / "single", ["zone-a"], 1)
+        single = start_cluster(Path(tmp) / "single", ["zone-a"], 1, store())
         try:
             one = latency(
                 single.nodes[0].bootstrap, "zone-a", args.latency_rate, args.latency_records
             )
         finally:
             single.stop()
+    if postgres is not None:
+        postgres.close()
+    print(f"metadata store: {args.metastore}")
     print(
         f"produce latency at {args.latency_rate:.0f} records/s: 3 zones x 2 nodes "
         f"p50 {multi['p50']:.1f} ms p99 {multi['p99']:.1f} ms; single node "

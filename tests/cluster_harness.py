@@ -6,6 +6,7 @@ test reads the nodes' own accounting the way an operator would.
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -28,6 +29,7 @@ class ClusterNode:
     proc: subprocess.Popen[str] | None = None
     port: int = 0
     http_port: int = 0
+    env: dict[str, str] | None = None  # added to this process's environment
 
     @property
     def bootstrap(self) -> str:
@@ -40,6 +42,7 @@ class ClusterNode:
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
+            env={**os.environ, **self.env} if self.env else None,
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()

@@ -21,6 +21,7 @@ from typing import Any
 
 from tests.node_harness import free_port_block
 from zonegate.broker.cli import build_parser
+from zonegate.broker.config_file import resolve
 from zonegate.broker.node import Node
 from zonegate.broker.serve_cli import serve_configs
 
@@ -73,6 +74,7 @@ class InProcessNode:
                 *self.args,
             ]
         )
+        resolve(parsed, parsed.settings)  # the environment and defaults, as the CLI does
         configs = serve_configs(parsed)
         root = logging.getLogger()
         root.addHandler(self._capture)

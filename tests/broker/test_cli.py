@@ -152,7 +152,10 @@ def test_unwritable_data_directory_is_one_line(tmp_path: Path) -> None:
         ("--object-store", "ftp://host/x", "--object-store 'ftp://host/x' is not a supported"),
         ("--object-store", "file://relative/x", "does not name an absolute local path"),
         ("--object-store", "s3:///prefix", "names no bucket"),
-        ("--metastore", "postgresql://db/zonegate", "not a supported metadata store URL"),
+        ("--metastore", "mysql://db/zonegate", "not a supported metadata store URL"),
+        ("--metastore", "postgresql://zg:pw@db:x/zg", "'postgresql://zg:***@db:x/zg': the port"),
+        # A server that is not there: one line at start, not a traceback.
+        ("--metastore", "postgresql://zg@127.0.0.1:1/zg", "cannot start: PostgreSQL unreachable"),
         ("--s3-endpoint", "minio:9000", "--s3-endpoint 'minio:9000' is not an http://"),
     ],
 )

@@ -1,10 +1,11 @@
 """The metadata-store backends the contract suite runs, and a case's connections to one.
 
 `BACKENDS` maps a backend's name to a function that makes a fresh, empty store
-under the case's tmp_path and returns its opener. Each call of the opener is one
+for the case (a file under its tmp_path, a new database on the session's
+PostgreSQL server) and returns its opener. Each call of the opener is one
 more process-level connection to that same store (what one node process holds),
 so a case can play two nodes, or reopen the store after closing it. Adding a
-backend (PostgreSQL, issue 17) is one entry here; every case then runs on it.
+backend is one entry here; every case then runs on it.
 """
 
 from __future__ import annotations
@@ -12,17 +13,29 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from tests.postgres_server import PostgresServer
 from zonegate.metastore.api import MetaStore, open_metastore
 
 Opener = Callable[[], MetaStore]
 
 
-def make_sqlite(tmp_path: Path) -> Opener:
+def make_sqlite(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
     url = f"sqlite://{tmp_path / 'meta.db'}"  # an absolute path: sqlite:///tmp/...
     return lambda: open_metastore(url)
 
 
-BACKENDS: dict[str, Callable[[Path], Opener]] = {"sqlite": make_sqlite}
+def make_postgresql(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    url = server.new_database()
+    return lambda: open_metastore(url)
+
+
+BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], Opener]] = {
+    "sqlite": make_sqlite,
+    "postgresql": make_postgresql,
+}
 
 
 class Stores:

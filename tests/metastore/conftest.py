@@ -22,7 +22,7 @@ from zonegate.metastore.api import MetaStore
     params=[pytest.param(name, marks=pytest.mark.integration) for name in BACKENDS]
 )
 def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Stores:
-    return Stores(BACKENDS[request.param](tmp_path))
+    return Stores(BACKENDS[request.param](request, tmp_path))
 
 
 @pytest.fixture

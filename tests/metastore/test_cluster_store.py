@@ -305,3 +305,23 @@ async def test_concurrent_first_asks_for_a_secret_agree(stores: Stores) -> None:
     for name in ("rpc-token", "a", "b"):
         got = await asyncio.gather(*(n.cluster_secret(name) for n in nodes))
         assert len(set(got)) == 1, got
+
+
+# -- node identity --------------------------------------------------------
+async def test_a_live_node_row_is_renewed_only_by_its_incarnation(stores: Stores) -> None:
+    """Two processes as one node: the second is refused while the first's lease lives,
+    and once the second holds it, the first (a zombie) can neither renew nor expire it."""
+    first, second = stores.open(), stores.open()
+    one = dataclasses.replace(node(1), incarnation=11)
+    two = dataclasses.replace(node(1, "zone-b"), incarnation=22)
+    assert await first.register_node(one, 1000, 0)
+    assert not await second.register_node(two, 1000, 500), "node 1 is alive"
+    assert await second.list_nodes() == [dataclasses.replace(one, lease_expires_ms=1000)]
+    assert await first.register_node(one, 1000, 500), "renewed by its own incarnation"
+    assert await second.register_node(two, 1000, 1500), "taken once the lease ran out"
+    assert not await first.register_node(one, 1000, 1600), "the zombie's renewal"
+    await first.expire_node(1, incarnation=11)  # the zombie leaving
+    (row,) = await second.list_nodes()
+    assert row == dataclasses.replace(two, lease_expires_ms=2500)
+    await second.expire_node(1, incarnation=22)
+    assert (await first.list_nodes())[0].lease_expires_ms == 0

@@ -6,6 +6,13 @@ leader's lease has expired and moves them to live nodes, balanced across zones
 and nodes, bumping each leader epoch in the same transaction. Moving a
 partition copies no data: the new leader loads the index from the metadata
 store.
+
+A controller moves nothing during its first lease after its process started:
+nodes that stopped together (a restart of `zonegate serve`, or of a whole
+cluster) come back within it and find their partitions where they left them,
+instead of the first one up taking every partition of the others. The same
+holds after the metadata store was unreachable for longer than a lease: no
+node could renew meanwhile, and all of them do within a heartbeat of its return.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import logging
 from collections.abc import Callable
 
 from zonegate.metastore.api import ClusterStore
+from zonegate.metastore.models import MetaStoreUnavailable
 from zonegate.router.membership import Membership
 from zonegate.router.placement import place
 from zonegate.runtime.clock import SYSTEM_CLOCK
@@ -33,6 +41,8 @@ class Controller:
         self._meta = meta
         self._members = membership
         self._clock_ms = clock_ms
+        self._started_ms = clock_ms()
+        self._store_lost = False
         self.is_active = False
 
     async def run_once(self, meta: ClusterStore | None = None) -> int:
@@ -40,13 +50,24 @@ class Controller:
         returns how many partitions moved."""
         meta = meta or self._meta
         me = self._members.me.node_id
-        self.is_active = await meta.acquire_lease(
-            LEASE, me, self._members.lease_ms, self._clock_ms()
-        )
+        try:
+            self.is_active = await meta.acquire_lease(
+                LEASE, me, self._members.lease_ms, self._clock_ms()
+            )
+        except MetaStoreUnavailable:
+            self._store_lost = True
+            raise
+        if self._store_lost:
+            # Back after the store was unreachable: every node's lease ran out meanwhile
+            # and they renew within a heartbeat; moving now would take their partitions.
+            self._store_lost = False
+            self._started_ms = self._clock_ms()
         if not self.is_active:
             return 0
-        nodes = await meta.list_nodes()
         now = self._clock_ms()
+        if now < self._started_ms + self._members.lease_ms:
+            return 0  # nodes stopped with us may be starting again (module doc)
+        nodes = await meta.list_nodes()
         live = [n for n in nodes if n.live(now)]
         if not live:
             return 0

@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 from zonegate.broker.controller import Controller
 from zonegate.metastore.api import MetaStore
+from zonegate.metastore.models import MetaStoreUnavailable
 from zonegate.router.membership import Membership
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,7 @@ class LeaseKeeper:
         interval_s: float,
         stall_s: float,
         monotonic: Callable[[], float] = time.monotonic,
+        on_fenced: Callable[[], None] = lambda: None,
     ) -> None:
         self._open_meta = open_meta
         self._membership = membership
@@ -46,6 +48,7 @@ class LeaseKeeper:
         self._interval = interval_s
         self._stall = stall_s
         self._monotonic = monotonic
+        self._on_fenced = on_fenced
         self._last_tick = monotonic()
         self._stopping = False
         self._wake: asyncio.Event | None = None  # the keeper loop's, set from outside it
@@ -114,11 +117,19 @@ class LeaseKeeper:
     async def pass_once(self, meta: MetaStore) -> None:
         """One renewal of this node's lease, then one controller pass."""
         try:
-            await self._membership.renew(meta)
+            if not await self._membership.renew(meta):
+                # Another incarnation holds this node's lease: we are a zombie. No
+                # controller pass either; the node stops (called from this thread).
+                self._on_fenced()
+                return
             self.renewals += 1
+        except MetaStoreUnavailable as exc:
+            log.warning("node %d could not renew its lease: %s", self._membership.me.node_id, exc)
         except Exception:
             log.exception("node %d could not renew its lease", self._membership.me.node_id)
         try:
             await self._controller.run_once(meta)
+        except MetaStoreUnavailable as exc:
+            log.warning("controller pass failed: %s", exc)
         except Exception:
             log.exception("controller pass failed")

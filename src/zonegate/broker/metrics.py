@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
+from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -13,9 +14,13 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from zonegate.proxy.registry import REGISTRY
+from zonegate.runtime.histogram import Histogram
+
 if TYPE_CHECKING:
     from zonegate.broker.node import Node
 
+Metric = CounterMetricFamily | GaugeMetricFamily | HistogramMetricFamily
 _LABELS = ["node", "node_zone", "kind", "client_zone", "peer_zone", "leader_zone", "topic"]
 
 
@@ -23,9 +28,7 @@ class NodeCollector(Collector):
     def __init__(self, node: Node) -> None:
         self._node = node
 
-    def collect(
-        self,
-    ) -> Iterator[CounterMetricFamily | GaugeMetricFamily | HistogramMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         node = self._node
         acc = node.accounting
         bytes_in = CounterMetricFamily(
@@ -99,6 +102,100 @@ class NodeCollector(Collector):
         gets.add_metric([str(acc.node_id)], buckets, per_fetch.total)
         yield gets
         yield from _storage_metrics(node, str(acc.node_id))
+        yield from _operations(node, str(acc.node_id))
+
+
+def _histogram(
+    name: str, doc: str, labels: list[str], rows: Iterable[tuple[list[str], Histogram]]
+) -> HistogramMetricFamily:
+    family = HistogramMetricFamily(name, doc, labels=labels)
+    for values, h in rows:
+        family.add_metric(values, h.cumulative(), h.sum)
+    return family
+
+
+def _api_name(api_key: object) -> str:
+    """Kafka's name of an API ("Produce", "JoinGroup"), from its handler's module."""
+    reg = REGISTRY.lookup(api_key) if isinstance(api_key, int) else None
+    if reg is None:
+        return str(api_key)
+    module = reg.handler.__module__.rsplit(".", 1)[-1]
+    return "".join(w.capitalize() for w in module.split("_"))
+
+
+def _operations(node: Node, me: str) -> Iterator[Metric]:
+    """Latencies, sizes, placement, lag, connections and errors (docs/operations.md)."""
+    requests = node.server.metrics
+    yield _histogram(
+        "zonegate_request_latency_seconds",
+        "Kafka requests from read to answered, by API",
+        ["node", "api"],
+        (([me, _api_name(k)], h) for k, h in list(requests.latency.by_label.items())),
+    )
+    stages = (
+        ("wal_seal_wait", node.wal.seal_wait),
+        ("put", node.wal.put_latency),
+        ("leader_commit", node.produce.leader_commit),
+    )
+    yield _histogram(
+        "zonegate_produce_stage_seconds",
+        "Produce latency by stage: a WAL object's wait for its seal, its PUT, the leaders' "
+        "commit of its batches",
+        ["node", "stage"],
+        (([me, stage], h) for stage, h in stages),
+    )
+    yield _histogram(
+        "zonegate_object_store_latency_seconds",
+        "Object-store operations, retries included, by operation",
+        ["node", "op"],
+        (([me, str(op)], h) for op, h in list(node.store.latency.by_label.items())),
+    )
+    yield _histogram(
+        "zonegate_wal_object_bytes",
+        "Size of each sealed WAL object",
+        ["node"],
+        [([me], node.wal.object_bytes)],
+    )
+    led = GaugeMetricFamily(
+        "zonegate_partitions_led", "Partitions this node leads", labels=["node"]
+    )
+    mine = node.config.node_id
+    led.add_metric([me], sum(1 for p in node.catalog.partitions() if p.leader_node == mine))
+    yield led
+    lag = GaugeMetricFamily(
+        "zonegate_consumer_group_lag",
+        "Records between a group's committed offset and the high watermark, for the groups "
+        "this node coordinates",
+        labels=["node", "group", "topic", "partition"],
+    )
+    for (group, topic, partition), n in list(node.group_lag.lag.items()):
+        lag.add_metric([me, group, topic, str(partition)], n)
+    yield lag
+    conns = GaugeMetricFamily(
+        "zonegate_connections", "Open Kafka client connections", labels=["node"]
+    )
+    conns.add_metric([me], len(node.server.connections))
+    yield conns
+    errors = CounterMetricFamily(
+        "zonegate_errors",
+        "Error codes in Kafka answers (top-level, per topic and per partition), by API",
+        labels=["node", "api", "code", "error"],
+    )
+    for (api_key, code), n in list(requests.errors.items()):
+        errors.add_metric([me, _api_name(api_key), str(code), _error_name(code)], n)
+    yield errors
+    ready = GaugeMetricFamily(
+        "zonegate_ready", "1 while /readyz answers 200, else 0", labels=["node", "node_zone"]
+    )
+    ready.add_metric([me, node.config.zone], 1.0 if node.is_ready() else 0.0)
+    yield ready
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return "unknown"
 
 
 def _storage_metrics(node: Node, node_id: str) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:

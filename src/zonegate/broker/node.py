@@ -6,8 +6,10 @@ services (services/api.py); this module is the one place that knows how they
 are made. Start order (the supervisor's): the catalog, the leader's RPC
 listener, membership (so others can reach us), the Kafka listener, then the
 background tasks; stop is the reverse: stop accepting, answer what was read
-(WAL uploads and leader commits finish), leave the membership (so partitions
-move at once), close the stores.
+(WAL uploads and leader commits finish), hand the partitions and groups over
+to the other live nodes at once (lifecycle.py), close the stores. Before any of
+it, the node takes its data directory's lock and claims its node id under a new
+incarnation, or refuses to start (node_identity.py).
 """
 
 from __future__ import annotations
@@ -19,9 +21,17 @@ import grpc
 
 from zonegate.broker.config import NodeConfig
 from zonegate.broker.controller import Controller
+from zonegate.broker.group_lag import GroupLag
 from zonegate.broker.http import HttpEndpoint
 from zonegate.broker.lease_keeper import LeaseKeeper
+from zonegate.broker.lifecycle import hand_over
 from zonegate.broker.metrics import node_registry
+from zonegate.broker.node_identity import (
+    DataDirLock,
+    claim_node,
+    fence_earlier_incarnations,
+    new_incarnation,
+)
 from zonegate.broker.usage import UsageWriter
 from zonegate.coordinator.classic import GroupConfig
 from zonegate.coordinator.consumer_group import ConsumerGroupSettings
@@ -48,12 +58,14 @@ from zonegate.services.retention import RetentionService
 from zonegate.services.write_path import ProduceService
 from zonegate.storage.gc import GcSettings, ObjectGc
 from zonegate.storage.log_cache import LogCache
-from zonegate.storage.objects import open_object_store
+from zonegate.storage.objects import ObjectNotFound, open_object_store
 from zonegate.storage.reader import StreamReader
 from zonegate.usage.accounting import FORWARD_RPC, Accounting
 from zonegate.wal_s3.wal_writer import WalWriter
 
 log = logging.getLogger(__name__)
+_PROBE_INTERVAL_S = 5.0
+_LAG_INTERVAL_S = 10.0
 
 
 class Node:
@@ -73,13 +85,21 @@ class Node:
         self.reader = StreamReader(self.store, self.log_cache)
         self.accounting = Accounting(config.node_id, config.zone)
         self.local_leader = LeaderService(self.meta, clock)
+        self.lock = DataDirLock(config.data_dir)
+        self.incarnation = new_incarnation()
+        # Set when another incarnation took this node's lease (we are a zombie): the
+        # process stops (serve_cli.py waits on it).
+        self.fenced = asyncio.Event()
+        self.stopping_with: set[int] = set()  # nodes of this process stopping with it
+        self._loop: asyncio.AbstractEventLoop | None = None
         me = NodeRecord(
             config.node_id,
             config.zone,
             config.advertised,
             config.port,
-            config.rpc_host or config.host,
+            _reachable(config.rpc_host or config.host, config.advertised),
             config.rpc_port,
+            incarnation=self.incarnation,
         )
         self.membership = Membership(
             self.meta, me, lease_ms=config.lease_ms, clock_ms=clock.wall_ms
@@ -118,6 +138,7 @@ class Node:
             interval_s=config.heartbeat_s,
             stall_s=5 * config.lease_ms / 1000,
             monotonic=clock.monotonic,
+            on_fenced=self._on_fenced_from_thread,
         )
         self._remotes: dict[int, RemoteLeader] = {}
         self._rpc_token = ""  # read from the metadata store at start
@@ -186,12 +207,13 @@ class Node:
                 usage_retention_ms=config.usage_retention_days * 86_400_000,
             ),
         )
+        self.produce = ProduceService(
+            self.catalog.get, self.catalog.config, self.wal, self.leader, self.meta, clock
+        )
         self.services = Services(
             cluster=self.cluster,
             topics=self.catalog,
-            produce=ProduceService(
-                self.catalog.get, self.catalog.config, self.wal, self.leader, self.meta, clock
-            ),
+            produce=self.produce,
             fetch=ReadService(
                 self.catalog.get,
                 self.catalog.lookup,
@@ -210,6 +232,12 @@ class Node:
             self.services,
             REGISTRY,
             ListenerConfig(config.host, config.port, config.max_request_bytes),
+        )
+        self.group_lag = GroupLag(
+            self.meta,
+            lambda gid: self.cluster.group_owner(gid) == config.node_id,
+            self._partition_of,
+            self._high_watermark,
         )
         self.http: HttpEndpoint | None = None
         self._rpc: grpc.aio.Server | None = None
@@ -313,13 +341,64 @@ class Node:
         if self.controller.is_active:
             await self.gc.run_once()
 
+    def _on_fenced_from_thread(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._on_fenced)
+
+    def _on_fenced(self) -> None:
+        if not self.fenced.is_set():
+            log.error(
+                "node %d: another process now holds this node's lease; this one is no "
+                "longer node %d and stops",
+                self.config.node_id,
+                self.config.node_id,
+            )
+            self.fenced.set()
+
+    async def _claim(self) -> None:
+        """Claims the node id (or StartupError), fences earlier incarnations' commits,
+        and renews as membership did before."""
+        now = self.clock.wall_ms()
+        previous = self.lock.previous_incarnation()
+        await claim_node(self.meta, self.membership.me, self.config.lease_ms, now, previous)
+        self.lock.record_incarnation(self.incarnation)
+        if await fence_earlier_incarnations(self.meta, self.config.node_id):
+            await self.catalog.refresh()
+        await self.membership.renew()
+
+    async def _acquire_lock(self) -> None:
+        self.lock.acquire()
+
+    async def _release_lock(self) -> None:
+        self.lock.release()
+
+    def _partition_of(self, topic: str, partition: int) -> PartitionInfo | None:
+        t = self.catalog.get(topic)
+        return t.partitions[partition] if t is not None and partition < len(t.partitions) else None
+
+    async def _high_watermark(self, stream_id: int) -> int:
+        return (await self.leader.offsets(stream_id))[1]
+
+    async def _probe_object_store(self) -> None:
+        """Fails (and so /readyz answers 503) while the object store cannot be read;
+        the metadata store is probed by the catalog refresh, twice a heartbeat."""
+        try:
+            await self.store.get_range(self._probe_key, 0, 1)
+        except ObjectNotFound:  # the store answers, without our object: write it again
+            await self.store.put(self._probe_key, b"ok\n")
+
+    def is_ready(self) -> bool:
+        return self._is_ready()
+
     def _is_ready(self) -> bool:
         return self.ready and not self.supervisor.problems()
 
     # -- lifecycle ----------------------------------------------------------
     async def start(self) -> None:
         sup = self.supervisor
+        self._loop = asyncio.get_running_loop()
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        await sup.start("data directory lock", self._acquire_lock, self._release_lock)
         await sup.start("metadata store", None, self.meta.close)
         await sup.start("object store", None, self.store.close)
         await sup.start("catalog", self.catalog.load)
@@ -342,10 +421,11 @@ class Node:
             self.config.zone,
             self.config.advertised,
             self.port,
-            self.config.rpc_host or self.config.host,
+            _reachable(self.config.rpc_host or self.config.host, self.config.advertised),
             rpc_port,
+            incarnation=self.incarnation,
         )
-        await sup.start("membership", self.membership.renew, self.membership.stop)
+        await sup.start("membership", self._claim, self.membership.stop)
         await sup.start("leases", self.leases.start, self.leases.stop)
         await sup.start("group coordinator", None, self.coordinator.shutdown)
         sup.run("group timers", self.coordinator.run_timers)
@@ -361,6 +441,12 @@ class Node:
             wake=self._gc_wake,
             next_in=self.gc.next_pass_in,
         )
+        # One small object per node, read back every few seconds: a GET costs a
+        # fraction of a LIST, and proves reads work, not only that the host answers.
+        self._probe_key = f"health/node-{self.config.node_id}"
+        await self.store.put(self._probe_key, b"ok\n")
+        sup.every("object store", _PROBE_INTERVAL_S, self._probe_object_store)
+        sup.every("group lag", _LAG_INTERVAL_S, self.group_lag.measure)
         if self.config.http_port is not None:
             self.http = HttpEndpoint(
                 node_registry(self), self._is_ready, self.config.host, self.config.http_port
@@ -387,12 +473,23 @@ class Node:
         await self.server.stop_accepting()
         await self.server.drain(self.config.drain_timeout_s)
         await self.wal.close(drain=True)
+        try:
+            await hand_over(self.meta, self.membership, self.catalog.topics(), self.stopping_with)
+        except Exception as exc:  # the store unreachable: the lease runs out instead
+            log.warning("node %d could not hand over: %s", self.config.node_id, exc)
 
     async def _close_remotes(self) -> None:
         for remote in self._remotes.values():
             await remote.close()
 
     async def stop(self) -> None:
-        self.ready = False
+        served, self.ready = self.ready, False
         await self.supervisor.stop()
-        log.info("node %d stopped", self.config.node_id)
+        if served:  # a node refused at start says why in one line, and nothing more
+            log.info("node %d stopped", self.config.node_id)
+
+
+def _reachable(host: str, advertised: str) -> str:
+    """The address other nodes dial for the leader RPC: a wildcard listener (0.0.0.0,
+    as in a pod) is reached at the advertised host."""
+    return advertised if host in ("", "0.0.0.0", "::") else host

@@ -16,10 +16,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zonegate.broker.config import NodeConfig
+from zonegate.broker.config_file import layered, resolve
 from zonegate.broker.startup import StartupError, bind_failure, check_config, check_writable_dir
+from zonegate.metastore.models import MetaStoreError
 
 if TYPE_CHECKING:
     from zonegate.broker.node import Node
+
+
+def _node_id(text: str) -> int:
+    """A number, or `from-ip:ADDRESS` (the DaemonSet's: broker/k8s_node.py)."""
+    if text.startswith("from-ip:"):
+        from zonegate.broker.k8s_node import NodeIdentityError, node_id_from_ip
+
+        try:
+            return node_id_from_ip(text)
+        except NodeIdentityError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    value: int = _at_least(0, int)(text)
+    if value > (1 << 31) - 1:
+        raise argparse.ArgumentTypeError(f"must be at most {(1 << 31) - 1} (Kafka's broker ids)")
+    return value
+
+
+_node_id.__name__ = "int"
 
 
 def _host_port(value: str) -> tuple[str, int]:
@@ -46,6 +66,7 @@ def _at_least(lo: float, kind: type[int] | type[float]) -> Any:
 
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+_HEARTBEAT_MS = 500  # lease renewals and controller passes
 
 
 def _log_level(text: str) -> str:
@@ -85,7 +106,10 @@ def _add_node_args(p: argparse.ArgumentParser, *, embedded: bool) -> None:
     else:
         listen_help = "Kafka listener HOST:PORT (default 127.0.0.1:9092)"
         data_help = "where the node keeps its data (default ./zonegate-data)"
-        node_id_help = "this node's id, unique in the cluster (default 1)"
+        node_id_help = (
+            "this node's id, unique in the cluster; from-ip:ADDRESS makes it from the "
+            "machine's IP address (default 1)"
+        )
         http_help = "port for /metrics, /healthz, /readyz (default: no HTTP endpoint)"
     p.add_argument(
         "--listen",
@@ -113,17 +137,17 @@ def _add_node_args(p: argparse.ArgumentParser, *, embedded: bool) -> None:
     p.add_argument(
         "--s3-endpoint",
         metavar="URL",
-        default=os.environ.get("ZONEGATE_S3_ENDPOINT"),
-        help="S3 endpoint URL for an s3:// object store, e.g. http://minio:9000 "
-        "(default: $ZONEGATE_S3_ENDPOINT, else AWS)",
+        default=None,
+        help="S3 endpoint URL for an s3:// object store, e.g. http://minio:9000 (default: AWS's)",
     )
     p.add_argument(
         "--metastore",
         metavar="URL",
         default=None,
-        help="metadata store: sqlite:///path/meta.db (default sqlite:///DATA_DIR/meta.db)",
+        help="metadata store: sqlite:///path/meta.db, or postgresql://user:password@host:port/"
+        "database shared by nodes on several machines (default sqlite:///DATA_DIR/meta.db)",
     )
-    p.add_argument("--node-id", metavar="ID", type=_at_least(0, int), default=1, help=node_id_help)
+    p.add_argument("--node-id", metavar="ID", type=_node_id, default=1, help=node_id_help)
     if embedded:
         p.add_argument("--zone", action=_ZoneOnServe, help=argparse.SUPPRESS)
         p.add_argument(
@@ -139,7 +163,8 @@ def _add_node_args(p: argparse.ArgumentParser, *, embedded: bool) -> None:
             metavar="ZONE",
             default="zone-a",
             help="this node's availability zone; clients are served by nodes of their own "
-            "zone (default zone-a)",
+            "zone; from-node-label: the Kubernetes machine's topology.kubernetes.io/zone "
+            "label (default zone-a)",
         )
     p.add_argument(
         "--cluster-id",
@@ -313,10 +338,28 @@ def _add_node_args(p: argparse.ArgumentParser, *, embedded: bool) -> None:
         "--log-level",
         metavar="LEVEL",
         type=_log_level,
-        default=os.environ.get("ZONEGATE_LOG_LEVEL", "INFO"),  # argparse applies the type
-        help="DEBUG, INFO, WARNING or ERROR; logs go to stderr "
-        "(default: $ZONEGATE_LOG_LEVEL, else INFO)",
+        default="INFO",
+        help="DEBUG, INFO, WARNING or ERROR; logs go to stderr (default INFO)",
     )
+    p.add_argument(
+        "--drain-timeout-ms",
+        metavar="MS",
+        type=_at_least(0, int),
+        default=10000,
+        help="on SIGTERM, how long the node waits for the requests it accepted to be "
+        "answered before it closes their connections (default 10000); a second signal "
+        "exits at once",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        default=None,
+        help="a properties file of settings (key=value lines, Kafka's names where Kafka has "
+        "one, e.g. node.id=3); each option below names its key and its environment "
+        "variable. A flag wins over the environment, which wins over the file "
+        "(default: $ZONEGATE_CONFIG, else none)",
+    )
+    p.set_defaults(settings=layered(p))
 
 
 def register(subparsers: Any) -> None:
@@ -357,7 +400,28 @@ def _zone_cidrs(spec: str) -> tuple[tuple[str, str], ...]:
     return tuple(cidrs.items())
 
 
+def _zone(value: str) -> str:
+    if value != "from-node-label":
+        return value
+    from zonegate.broker.k8s_node import NodeIdentityError, zone_from_node_label
+
+    try:
+        return zone_from_node_label()
+    except NodeIdentityError as exc:
+        raise StartupError(f"--zone from-node-label: {exc}") from None
+
+
 def config_from_args(args: argparse.Namespace) -> NodeConfig:
+    if args.group_min_session_timeout_ms > args.group_max_session_timeout_ms:
+        raise StartupError(
+            f"group.min.session.timeout.ms ({args.group_min_session_timeout_ms}) is above "
+            f"group.max.session.timeout.ms ({args.group_max_session_timeout_ms})"
+        )
+    if args.lease_ms < 4 * _HEARTBEAT_MS:
+        raise StartupError(
+            f"--lease-ms {args.lease_ms} is shorter than four heartbeats "
+            f"({4 * _HEARTBEAT_MS} ms): live nodes would be taken for dead"
+        )
     host, port = args.listen
     rpc_host, rpc_port = args.rpc_listen or (host, 0)
     return NodeConfig(
@@ -378,7 +442,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         usage_retention_days=args.usage_retention_days,
         advertised_host=args.advertised_host,
         node_id=args.node_id,
-        zone=getattr(args, "zone", "zone-a"),  # serve has --zones instead
+        zone=_zone(getattr(args, "zone", "zone-a")),  # serve has --zones instead
         cluster_id=args.cluster_id,
         object_store_url=args.object_store,
         s3_endpoint=args.s3_endpoint,
@@ -394,6 +458,8 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
         group_consumer_heartbeat_interval_ms=args.group_consumer_heartbeat_interval_ms,
         group_consumer_session_timeout_ms=args.group_consumer_session_timeout_ms,
+        drain_timeout_s=args.drain_timeout_ms / 1000,
+        heartbeat_s=_HEARTBEAT_MS / 1000,
     )
 
 
@@ -419,6 +485,7 @@ def _run(command: str, args: argparse.Namespace, configs: list[NodeConfig]) -> i
 
 def run_node(args: argparse.Namespace) -> int:
     try:
+        resolve(args, args.settings)
         config = config_from_args(args)
         check_config(config)
     except StartupError as exc:
@@ -452,6 +519,7 @@ def serve_configs(args: argparse.Namespace) -> list[NodeConfig]:
 
 def run_serve(args: argparse.Namespace) -> int:
     try:
+        resolve(args, args.settings)
         # The shared directory first, so a failure names the directory the user gave.
         check_writable_dir(args.data_dir, "data directory (--data-dir)")
         configs = serve_configs(args)
@@ -472,6 +540,19 @@ async def _start(configs: list[NodeConfig]) -> list[Node]:
         for c in configs:
             nodes.append(Node(c))
             await nodes[-1].start()
+    except MetaStoreError as exc:
+        # Typically the PostgreSQL server unreachable, or a schema newer than this release.
+        c = nodes[-1].config if nodes else configs[0]
+        for node in reversed(nodes):
+            with contextlib.suppress(Exception):
+                await node.stop()
+        raise StartupError(f"node {c.node_id}, zone {c.zone} cannot start: {exc}") from None
+    except StartupError:
+        # Refused by the node itself (its data directory in use, its node id alive).
+        for node in reversed(nodes):
+            with contextlib.suppress(Exception):
+                await node.stop()
+        raise
     except OSError as exc:
         # The checks bound every port first; another process may still take one meanwhile.
         c = nodes[-1].config if nodes else configs[0]
@@ -511,6 +592,14 @@ async def _serve(configs: list[NodeConfig]) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal)
-    await stop.wait()
+    fenced = [loop.create_task(n.fenced.wait()) for n in nodes]
+    stopping = loop.create_task(stop.wait())
+    await asyncio.wait([stopping, *fenced], return_when=asyncio.FIRST_COMPLETED)
+    for task in (stopping, *fenced):
+        task.cancel()
+    # Nodes of this process stop together: they hand nothing over to each other.
+    ids = {n.config.node_id for n in nodes}
+    for n in nodes:
+        n.stopping_with = ids - {n.config.node_id}
     await asyncio.gather(*(n.stop() for n in nodes))
-    return 0
+    return 1 if any(n.fenced.is_set() for n in nodes) else 0

@@ -53,10 +53,23 @@ def check_store_url(url: str) -> None:
 
 
 def check_metastore_url(url: str) -> None:
-    """`sqlite:///path/to/meta.db`, whose directory can be written."""
+    """`sqlite:///path/to/meta.db`, whose directory can be written, or
+    `postgresql://[user[:password]@]host[:port]/database` (reached at start)."""
+    if url.startswith(("postgresql://", "postgres://")):
+        parts = urlsplit(url)
+        try:
+            parts.port  # noqa: B018 - raises on a port that is not a number
+        except ValueError:
+            raise StartupError(
+                f"--metastore {_redacted(url)!r}: the port is not a number"
+            ) from None
+        if not parts.hostname and "host=" not in parts.query:
+            raise StartupError(f"--metastore {_redacted(url)!r} names no host")
+        return
     if not url.startswith("sqlite://") or url == "sqlite://":
         raise StartupError(
-            f"--metastore {url!r} is not a supported metadata store URL: use sqlite:///path/meta.db"
+            f"--metastore {_redacted(url)!r} is not a supported metadata store URL: use "
+            "sqlite:///path/meta.db or postgresql://user@host:port/database"
         )
     path = Path(url.removeprefix("sqlite://"))
     if path.is_dir():
@@ -118,3 +131,12 @@ def check_config(c: NodeConfig, *, listen_option: str = "--listen") -> None:
         check_bindable(c.rpc_host or c.host, c.rpc_port, f"zone {c.zone}'s --rpc-listen")
     if c.http_port:
         check_bindable(c.host, c.http_port, f"zone {c.zone}'s --http-port")
+
+
+def _redacted(url: str) -> str:
+    """The URL with its password hidden: error lines end up in logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()

@@ -172,6 +172,10 @@ class LeaderService:
                 await self._commit_cycle(cycle)
             except Exception as exc:
                 log.exception("group commit failed; %d appends get a storage error", len(cycle))
+                # The commit may have landed before the error (a connection lost after
+                # COMMIT was sent): reload these partitions from the store before their
+                # next append, or the next commit would reuse offsets already indexed.
+                self.forget({b.stream_id for batches, _ in cycle for b in batches})
                 for _, fut in cycle:
                     if not fut.done():
                         fut.set_exception(exc)

@@ -11,7 +11,7 @@
 
 Each user names only the protocol it needs; a backend implements all of them
 (`MetaStore`), and every backend runs the same contract suite
-(tests/metastore/). SQLite is the one backend today.
+(tests/metastore/): SQLite (one machine) and PostgreSQL (several).
 """
 
 from __future__ import annotations
@@ -58,11 +58,15 @@ class ClusterStore(Protocol):
         """A number that changes whenever topics, partitions or leaders change."""
         ...
 
-    async def register_node(self, node: NodeRecord, lease_ms: int, now_ms: int) -> None:
-        """Creates or renews the node's row, its lease running to now + lease_ms."""
+    async def register_node(self, node: NodeRecord, lease_ms: int, now_ms: int) -> bool:
+        """Creates or renews the node's row, its lease running to now + lease_ms, and
+        answers True; unless the row is live and held by another incarnation of the
+        node (another process runs as it), which is left alone: False."""
         ...
 
-    async def expire_node(self, node_id: int) -> None: ...
+    async def expire_node(self, node_id: int, incarnation: int | None = None) -> None:
+        """Ends the node's lease now; with `incarnation`, only if that one holds it."""
+        ...
 
     async def list_nodes(self) -> list[NodeRecord]: ...
 
@@ -123,9 +127,17 @@ class MetaStore(ClusterStore, StreamStore, ProducerIds, GroupStore, GcStore, Pro
 
 
 def open_metastore(url: str) -> MetaStore:
-    """`sqlite:///path/to/meta.db` (the embedded default)."""
+    """`sqlite:///path/to/meta.db` (the embedded default) or
+    `postgresql://user:password@host:port/database` (also `postgres://`)."""
     if url.startswith("sqlite://"):
         from zonegate.metastore.sqlite import SqliteMetaStore
 
         return SqliteMetaStore(url.removeprefix("sqlite://"))
-    raise ValueError(f"unsupported metadata store URL {url!r}: expected sqlite:///path")
+    if url.startswith(("postgresql://", "postgres://")):
+        from zonegate.metastore.postgres import PostgresMetaStore
+
+        return PostgresMetaStore(url)
+    raise ValueError(
+        f"unsupported metadata store URL {url!r}: expected sqlite:///path or "
+        "postgresql://user@host/database"
+    )

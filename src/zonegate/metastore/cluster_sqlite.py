@@ -184,13 +184,19 @@ class ClusterTables(SqliteTables):
         return await self._read(fn)
 
     # -- nodes and leases ---------------------------------------------------
-    async def register_node(self, node: NodeRecord, lease_ms: int, now_ms: int) -> None:
-        await self._write1(
+    async def register_node(self, node: NodeRecord, lease_ms: int, now_ms: int) -> bool:
+        # One statement: the row is taken if absent, expired, or held by this same
+        # incarnation; a live row of another incarnation (a zombie's renewal, or a
+        # second process started as this node) is left alone and False answered.
+        changed = await self._write1(
             "INSERT INTO nodes (node_id, zone, kafka_host, kafka_port, rpc_host, rpc_port, "
-            "lease_expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(node_id) DO UPDATE "
+            "lease_expires_ms, incarnation) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(node_id) DO UPDATE "
             "SET zone = excluded.zone, kafka_host = excluded.kafka_host, "
             "kafka_port = excluded.kafka_port, rpc_host = excluded.rpc_host, "
-            "rpc_port = excluded.rpc_port, lease_expires_ms = excluded.lease_expires_ms",
+            "rpc_port = excluded.rpc_port, lease_expires_ms = excluded.lease_expires_ms, "
+            "incarnation = excluded.incarnation "
+            "WHERE nodes.incarnation = excluded.incarnation OR nodes.lease_expires_ms <= ?",
             (
                 node.node_id,
                 node.zone,
@@ -199,11 +205,22 @@ class ClusterTables(SqliteTables):
                 node.rpc_host,
                 node.rpc_port,
                 now_ms + lease_ms,
+                node.incarnation,
+                now_ms,
             ),
         )
+        return changed == 1
 
-    async def expire_node(self, node_id: int) -> None:
-        await self._write1("UPDATE nodes SET lease_expires_ms = 0 WHERE node_id = ?", (node_id,))
+    async def expire_node(self, node_id: int, incarnation: int | None = None) -> None:
+        if incarnation is None:
+            await self._write1(
+                "UPDATE nodes SET lease_expires_ms = 0 WHERE node_id = ?", (node_id,)
+            )
+        else:
+            await self._write1(
+                "UPDATE nodes SET lease_expires_ms = 0 WHERE node_id = ? AND incarnation = ?",
+                (node_id, incarnation),
+            )
 
     async def list_nodes(self) -> list[NodeRecord]:
         return await self._read(
@@ -211,7 +228,7 @@ class ClusterTables(SqliteTables):
                 NodeRecord(*row)
                 for row in db.execute(
                     "SELECT node_id, zone, kafka_host, kafka_port, rpc_host, rpc_port, "
-                    "lease_expires_ms FROM nodes ORDER BY node_id"
+                    "lease_expires_ms, incarnation FROM nodes ORDER BY node_id"
                 )
             ]
         )

@@ -39,6 +39,9 @@ class NodeRecord:
     rpc_host: str
     rpc_port: int
     lease_expires_ms: int = 0
+    # Which start of the node process holds the lease: a new one each start, so a
+    # process that lost its lease (a zombie) can never renew it as the node it was.
+    incarnation: int = 0
 
     def live(self, now_ms: int) -> bool:
         return self.lease_expires_ms > now_ms
@@ -46,6 +49,10 @@ class NodeRecord:
 
 class MetaStoreError(Exception):
     pass
+
+
+class MetaStoreUnavailable(MetaStoreError):
+    """The store cannot be reached now (a server down or restarting): retriable."""
 
 
 class TopicExists(MetaStoreError):

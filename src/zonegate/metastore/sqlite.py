@@ -33,7 +33,7 @@ from zonegate.metastore.cluster_sqlite import ClusterTables
 from zonegate.metastore.gc_sqlite import GcTables
 from zonegate.metastore.groups_sqlite import GroupTables
 from zonegate.metastore.streams_sqlite import StreamTables
-from zonegate.metastore.tables_sqlite import SCHEMA, migrate
+from zonegate.metastore.tables_sqlite import SCHEMA, add_new_columns
 
 T = TypeVar("T")
 
@@ -62,7 +62,7 @@ class SqliteMetaStore(ClusterTables, StreamTables, GroupTables, GcTables):
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
             conn.executescript(SCHEMA)
-            migrate(conn)
+            add_new_columns(conn)
             self._conn = conn
         return self._conn
 

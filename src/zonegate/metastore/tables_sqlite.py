@@ -54,6 +54,8 @@ CREATE TABLE IF NOT EXISTS stream_index (
     append_ms INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (stream_id, base_offset)
 ) WITHOUT ROWID;
+-- Object GC's question: is this object still named by an entry?
+CREATE INDEX IF NOT EXISTS stream_index_object ON stream_index(object_key);
 CREATE TABLE IF NOT EXISTS leader_epochs (
     stream_id INTEGER NOT NULL,
     leader_epoch INTEGER NOT NULL,
@@ -74,7 +76,8 @@ CREATE TABLE IF NOT EXISTS nodes (
     kafka_port INTEGER NOT NULL,
     rpc_host TEXT NOT NULL,
     rpc_port INTEGER NOT NULL,
-    lease_expires_ms INTEGER NOT NULL
+    lease_expires_ms INTEGER NOT NULL,
+    incarnation INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS leases (
     name TEXT PRIMARY KEY,
@@ -117,18 +120,38 @@ CREATE TABLE IF NOT EXISTS counters (
 );
 """
 
+# Columns added after a release, as (table, column, definition): a file made by an
+# older release gets them when a node of this one opens it (`add_new_columns`).
+ADDED_COLUMNS = (
+    # Node identity fenced by incarnation (docs/metadata-schema.md).
+    ("nodes", "incarnation", "INTEGER NOT NULL DEFAULT 0"),
+    # The leader's clock at the commit (storage core, part 1): entries written before
+    # it have 0, and segments fall back to their max timestamp (docs/storage.md).
+    ("stream_index", "append_ms", "INTEGER NOT NULL DEFAULT 0"),
+)
 
-def migrate(db: sqlite3.Connection) -> None:
-    """Brings a store made by an earlier release forward; a no-op on a current one.
 
-    - stream_index.append_ms (storage core, part 1): entries written before it have
-      0, and segments fall back to their max timestamp (docs/storage.md).
-    - the object_key index answers object GC's "is this object still named?".
-    """
-    columns = {row[1] for row in db.execute("PRAGMA table_info(stream_index)")}
-    if "append_ms" not in columns:
-        db.execute("ALTER TABLE stream_index ADD COLUMN append_ms INTEGER NOT NULL DEFAULT 0")
-    db.execute("CREATE INDEX IF NOT EXISTS stream_index_object ON stream_index(object_key)")
+def add_new_columns(db: sqlite3.Connection) -> None:
+    """Adds ADDED_COLUMNS a file lacks, in one write transaction (nodes opening an old
+    file together: the second finds the columns there)."""
+
+    def missing() -> list[tuple[str, str, str]]:
+        return [
+            (table, column, definition)
+            for table, column, definition in ADDED_COLUMNS
+            if column not in {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+        ]
+
+    if not missing():
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for table, column, definition in missing():
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 class SqliteTables(ABC):

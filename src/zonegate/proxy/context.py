@@ -35,3 +35,4 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     request_bytes: int
+    received_at: float = 0.0  # time.perf_counter() when the request was read

@@ -12,6 +12,7 @@ import asyncio
 import collections
 import itertools
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -28,6 +29,7 @@ from zonegate.proxy.codec import (
 from zonegate.proxy.context import ClientInfo, RequestContext
 from zonegate.proxy.errors import PeerProtocolError
 from zonegate.proxy.faults import FaultInjector, FrameCapture
+from zonegate.proxy.metrics import RequestMetrics
 from zonegate.proxy.registry import HandlerRegistry
 from zonegate.services.api import ANONYMOUS
 
@@ -146,6 +148,7 @@ class KafkaConnection(asyncio.Protocol):
             correlation_id=header.correlation_id,
             client_id=header.client_id,
             request_bytes=len(frame) + 4,
+            received_at=time.perf_counter(),
         )
         self._enqueue(
             header.correlation_id,
@@ -215,6 +218,8 @@ class KafkaConnection(asyncio.Protocol):
             except Exception:
                 self._internal_error(api_key, ctx, "answer")
                 return
+            if ctx is not None:
+                self._server.metrics.answered(api_key, ctx.received_at, response)
             if response is not None:
                 self._server.metrics_response_bytes(len(frame))
                 assert self._transport is not None
@@ -276,6 +281,7 @@ class KafkaServer:
         self.capture = FrameCapture()
         self.bytes_in = 0
         self.bytes_out = 0
+        self.metrics = RequestMetrics()
 
     def metrics_request_bytes(self, n: int) -> None:
         self.bytes_in += n

@@ -2,7 +2,9 @@
 
 A node is live while its lease has not expired. A clean stop expires the lease
 at once, so its partitions move without waiting out the lease. Renewals run on
-the lease keeper's thread (lease_keeper.py), not on the serving loop.
+the lease keeper's thread (lease_keeper.py), not on the serving loop. A
+renewal refused (another incarnation of this node holds a live lease: this
+process is a zombie) sets `fenced`; the node then stops.
 """
 
 from __future__ import annotations
@@ -35,18 +37,28 @@ class Membership:
         # key, so unique), replaced together as one tuple: the lease keeper's thread
         # writes it while the serving loop reads.
         self._view: tuple[list[NodeRecord], dict[int, NodeRecord]] = ([], {})
+        self.leaving = False  # set when the node hands over: renewals stop
+        self.fenced = False
 
-    async def renew(self, meta: ClusterStore | None = None) -> None:
+    async def renew(self, meta: ClusterStore | None = None) -> bool:
         """Renews this node's lease and re-reads the others', through `meta` when given
-        (the lease keeper's own connection, on its own thread)."""
+        (the lease keeper's own connection, on its own thread). False if another
+        incarnation of this node holds its lease (then `fenced` is set)."""
         meta = meta or self._meta
-        await meta.register_node(self.me, self.lease_ms, self._clock())
+        renewed = True
+        if not self.leaving:
+            renewed = await meta.register_node(self.me, self.lease_ms, self._clock())
+            if not renewed:
+                self.fenced = True
         nodes = await meta.list_nodes()
         self._view = (nodes, {n.node_id: n for n in nodes})
+        return renewed
 
     async def stop(self) -> None:
-        """Leaves: the lease expires at once, so this node's partitions move now."""
-        await self._meta.expire_node(self.me.node_id)
+        """Leaves: the lease expires at once, so this node's partitions move now. Only
+        this incarnation's lease: a zombie leaving never ends its successor's."""
+        self.leaving = True
+        await self._meta.expire_node(self.me.node_id, self.me.incarnation)
 
     def live_nodes(self) -> list[NodeRecord]:
         now = self._clock()

@@ -71,9 +71,15 @@ class Supervisor:
                 try:
                     await tick()
                 except Exception as exc:
-                    self._failed(name, exc)
+                    if name in self._failing:
+                        # Logged when it began (a store down for a while would otherwise
+                        # log a traceback every tick); kept up to date for /readyz.
+                        self._failing[name] = f"{type(exc).__name__}: {exc}"
+                    else:
+                        self._failed(name, exc)
                 else:
-                    self._failing.pop(name, None)
+                    if self._failing.pop(name, None) is not None:
+                        log.warning("%s: %s works again", self._name, name)
 
         self.run(name, loop)
 

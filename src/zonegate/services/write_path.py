@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -31,6 +32,7 @@ from zonegate.records.rewrite import (
     stamp,
 )
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
+from zonegate.runtime.histogram import Histogram
 from zonegate.services.api import ProducedPartition, ProducePartition
 from zonegate.storage.index import UnknownStream
 from zonegate.wal_s3.wal_writer import WalEntryLocation
@@ -83,6 +85,7 @@ class ProduceService:
         self._wal = wal
         self._leaders = leaders
         self._producer_ids = producer_ids
+        self.leader_commit = Histogram()  # seconds from the Append to the leaders' answer
 
     async def allocate_producer_id(self) -> int:
         return await self._producer_ids.allocate_producer_id()
@@ -272,8 +275,11 @@ class ProduceService:
                 )
                 owners.append(w)
         if appends:
+            started = time.perf_counter()
             try:
                 results = await self._leaders.append(appends)
+                # Produce latency's last stage: the leaders' answer (their group commit).
+                self.leader_commit.observe(time.perf_counter() - started)
             except Exception as exc:
                 log.exception("leader append failed")
                 results = [AppendResult(ErrorCode.kafka_storage_error)] * len(appends)

@@ -12,11 +12,13 @@ import asyncio
 import logging
 import math
 import random
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from zonegate.runtime.histogram import Histograms
 from zonegate.storage.objects import (
     ObjectInfo,
     ObjectNotFound,
@@ -91,6 +93,7 @@ class InstrumentedObjectStore:
         self._other_requests = 0
         self._put_bytes = 0
         self._get_bytes = 0
+        self.latency = Histograms()  # seconds per operation ("put", "get_range", ...)
 
     # -- stats ---------------------------------------------------------------
 
@@ -129,6 +132,14 @@ class InstrumentedObjectStore:
     # -- the retry loop ------------------------------------------------------
 
     async def _call(self, op: str, attempt: Callable[[], Awaitable[T]]) -> T:
+        start = time.perf_counter()
+        try:
+            return await self._retrying(op, attempt)
+        finally:
+            # The caller's wait, retries included: what a produce or a fetch felt.
+            self.latency.observe(op, time.perf_counter() - start)
+
+    async def _retrying(self, op: str, attempt: Callable[[], Awaitable[T]]) -> T:
         tries = 0
         while True:
             try:

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from zonegate.runtime.histogram import SIZE_BUCKETS_BYTES, Histogram
 from zonegate.storage.objects import ObjectStore, PackingObjectStore
 from zonegate.wal_s3.wal_format import WalEntryLocation, encode_wal_object
 
@@ -64,6 +65,7 @@ class _SealedObject:
     data: bytes
     futures: list[asyncio.Future[WalEntryLocation]]
     locations: list[WalEntryLocation]
+    sealed_at: float = 0.0
     done: bool = False
     error: BaseException | None = None
 
@@ -97,6 +99,9 @@ class WalWriter:
         self._seal_age_s = seal_age_s
         self._max_inflight = max_inflight_uploads
         self._clock = clock
+        self.seal_wait = Histogram()  # seconds from an object's first batch to its seal
+        self.put_latency = Histogram()  # seconds from a sealed object's upload start to done
+        self.object_bytes = Histogram(SIZE_BUCKETS_BYTES)
         self._node_prefix = f"{key_prefix}{node_id}/"  # this node's WAL objects' keys
         self._on_uploaded = on_uploaded
         self._max_queued = 2 * seal_bytes if max_queued_bytes is None else max_queued_bytes
@@ -218,7 +223,11 @@ class WalWriter:
         data, locations = encode_wal_object(
             self._node_id, time.time_ns() // 1_000_000, obj.entries, object_key=key
         )
-        sealed = _SealedObject(key, data, obj.futures, locations)
+        now = self._clock()
+        # Produce latency by stage: the first batch's wait for the seal, then the PUT.
+        self.seal_wait.observe(now - obj.opened_at)
+        self.object_bytes.observe(len(data))
+        sealed = _SealedObject(key, data, obj.futures, locations, sealed_at=now)
         self._unresolved.append(sealed)
         self._waiting.append(sealed)
         self._queued_bytes += len(data)
@@ -240,6 +249,7 @@ class WalWriter:
             self._capacity.clear()
 
     async def _upload(self, sealed: _SealedObject) -> None:
+        started = self._clock()
         try:
             if self._packer is None:
                 await self._store.put(sealed.key, sealed.data)
@@ -257,6 +267,7 @@ class WalWriter:
             log.warning("WAL object %s upload failed: %s", sealed.key, exc)
             sealed.error = WalUploadFailed(sealed.key, exc)
         else:
+            self.put_latency.observe(self._clock() - started)
             if self._on_uploaded is not None:
                 try:
                     self._on_uploaded(sealed.key, sealed.data)

@@ -1,0 +1,175 @@
+"""PostgreSQL metadata store: the one several machines share (anything that speaks
+PostgreSQL's protocol).
+
+asyncpg (docs/metadata-schema.md says why it and not psycopg) talks to the
+server from the event loop itself: no worker thread, no GIL hop per statement.
+Each store holds a small pool made on first use in the loop that uses it (a
+node's serving loop and its lease keeper's thread each open their own store,
+as with SQLite). Every call is one transaction.
+
+Concurrency is the server's: where SQLite serializes writers with BEGIN
+IMMEDIATE, statements here lock the rows they depend on (`FOR UPDATE` on the
+topic or partition rows, always in stream id order so two transactions never
+wait on each other in a circle), and the unique indexes decide races between
+creators. A transaction the server aborts as a deadlock or a serialization
+failure is run again; one that cannot reach the server raises
+`MetaStoreUnavailable`, which callers answer as a retriable error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import asyncpg
+
+from zonegate.metastore.cluster_postgres import ClusterTables
+from zonegate.metastore.gc_postgres import GcTables
+from zonegate.metastore.groups_postgres import GroupTables
+from zonegate.metastore.models import MetaStoreError, MetaStoreUnavailable
+from zonegate.metastore.streams_postgres import StreamTables
+from zonegate.metastore.tables_postgres import LATEST, MIGRATIONS, Db
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+# Postgres's advisory lock key for migrations: any constant the cluster agrees on.
+_MIGRATION_LOCK = 0x7A6F6E6567617465  # "zonegate"
+_RETRIES = 5  # deadlock or serialization failure: run the transaction again
+_CONNECT_TIMEOUT_S = 5.0
+_COMMAND_TIMEOUT_S = 15.0
+_POOL_SIZE = 4
+
+# The server went away, refuses connections now, or is shutting down: nothing the
+# caller did wrong, and asking again later may succeed.
+_UNAVAILABLE: tuple[type[BaseException], ...] = (
+    OSError,
+    TimeoutError,
+    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CrashShutdownError,
+    asyncpg.exceptions.ConnectionFailureError,
+    asyncpg.exceptions.TooManyConnectionsError,
+    asyncpg.exceptions.InterfaceError,
+)
+_AGAIN = (asyncpg.exceptions.DeadlockDetectedError, asyncpg.exceptions.SerializationError)
+
+
+class PostgresMetaStore(ClusterTables, StreamTables, GroupTables, GcTables):
+    def __init__(self, dsn: str) -> None:
+        self._dsn = dsn
+        self._pool: asyncpg.Pool | None = None
+        self._opening: asyncio.Lock | None = None
+
+    async def _get_pool(self) -> asyncpg.Pool:
+        if self._pool is not None:
+            return self._pool
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._pool is None:
+                pool = await asyncpg.create_pool(
+                    self._dsn,
+                    min_size=1,
+                    max_size=_POOL_SIZE,
+                    timeout=_CONNECT_TIMEOUT_S,
+                    command_timeout=_COMMAND_TIMEOUT_S,
+                )
+                try:
+                    async with pool.acquire() as conn:
+                        await migrate(conn)
+                except BaseException:
+                    await pool.close()
+                    raise
+                self._pool = pool
+        return self._pool
+
+    async def _tx(self, fn: Callable[[Db], Awaitable[T]]) -> T:
+        """`fn` in one transaction (READ COMMITTED, row locks where it takes them)."""
+        for attempt in range(_RETRIES):
+            try:
+                pool = await self._get_pool()
+                async with pool.acquire() as conn, conn.transaction():
+                    return await fn(conn)
+            except _AGAIN:
+                if attempt == _RETRIES - 1:
+                    raise
+                await asyncio.sleep(0.001 * (attempt + 1))
+            except MetaStoreError:
+                raise
+            except _UNAVAILABLE as exc:
+                raise MetaStoreUnavailable(f"PostgreSQL unreachable: {_reason(exc)}") from exc
+        raise AssertionError("unreachable")
+
+    async def _read(self, fn: Callable[[Db], Awaitable[T]]) -> T:
+        # READ COMMITTED sees one snapshot per statement; the reads that span several
+        # statements (a topic and its partitions) take them in one REPEATABLE READ
+        # transaction, which takes no locks and waits for no writer.
+        for attempt in range(_RETRIES):
+            try:
+                pool = await self._get_pool()
+                async with (
+                    pool.acquire() as conn,
+                    conn.transaction(isolation="repeatable_read", readonly=True),
+                ):
+                    return await fn(conn)
+            except _AGAIN:
+                if attempt == _RETRIES - 1:
+                    raise
+            except _UNAVAILABLE as exc:
+                raise MetaStoreUnavailable(f"PostgreSQL unreachable: {_reason(exc)}") from exc
+        raise AssertionError("unreachable")
+
+    async def _write1(self, sql: str, *args: object) -> str:
+        """One statement in its own transaction; returns its status ("UPDATE 1")."""
+
+        async def fn(conn: Db) -> str:
+            status: str = await conn.execute(sql, *args)
+            return status
+
+        return await self._tx(fn)
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            try:
+                await asyncio.wait_for(pool.close(), _CONNECT_TIMEOUT_S)
+            except _UNAVAILABLE:
+                pool.terminate()
+
+
+async def migrate(conn: Db) -> int:
+    """Applies the steps of MIGRATIONS the store lacks; returns the store's version."""
+    async with conn.transaction():
+        # Held to the end of this transaction: a node starting at the same moment
+        # waits, then finds the steps applied.
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            "version INTEGER PRIMARY KEY, applied_ms BIGINT NOT NULL)"
+        )
+        have = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
+        newest = max(have, default=0)
+        if newest > LATEST:
+            raise MetaStoreError(
+                f"the metadata store's schema is version {newest}, newer than this release "
+                f"knows ({LATEST}): upgrade zonegate"
+            )
+        for version, statements in MIGRATIONS:
+            if version in have:
+                continue
+            await conn.execute(statements)
+            await conn.execute(
+                "INSERT INTO schema_migrations (version, applied_ms) "
+                "VALUES ($1, (extract(epoch FROM now()) * 1000)::BIGINT)",
+                version,
+            )
+            log.info("metadata store schema migrated to version %d", version)
+    return LATEST
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__

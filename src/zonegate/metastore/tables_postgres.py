@@ -1,0 +1,174 @@
+"""The PostgreSQL store's schema, as numbered migrations applied forward on open.
+
+The tables are SQLite's (tables_sqlite.py, docs/metadata-schema.md) column by
+column, with PostgreSQL's types: BIGINT wherever SQLite stores a 64-bit
+INTEGER, BIGSERIAL for stream ids (never reused, as AUTOINCREMENT), and
+`COLLATE "C"` on text keys so rows come back in the byte order SQLite's
+BINARY collation gives them (the contract suite asserts orders).
+
+`schema_migrations` records each applied step; a node opening the store
+applies the steps it knows and the store lacks, in order, each in its own
+transaction, under an advisory lock so nodes starting together never run one
+step twice. A store written by a newer release (a step this one does not
+know) is refused instead of guessed at.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
+
+import asyncpg
+
+if TYPE_CHECKING:
+    from asyncpg.pool import PoolConnectionProxy
+
+T = TypeVar("T")
+# What a statement runs on: a pooled connection (generic only in the stubs).
+Db: TypeAlias = "PoolConnectionProxy[asyncpg.Record]"
+
+# (version, statements). Append only: a released step is never edited, because
+# stores made by that release already ran it.
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (
+        1,
+        """
+CREATE TABLE topics (
+    topic_id TEXT COLLATE "C" PRIMARY KEY,
+    name TEXT COLLATE "C" NOT NULL,
+    created_ms BIGINT NOT NULL,
+    deleted INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX topics_live_name ON topics(name) WHERE deleted = 0;
+CREATE TABLE topic_configs (
+    topic_id TEXT COLLATE "C" NOT NULL,
+    key TEXT COLLATE "C" NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (topic_id, key)
+);
+CREATE TABLE partitions (
+    stream_id BIGSERIAL PRIMARY KEY,
+    topic_id TEXT COLLATE "C" NOT NULL,
+    partition INTEGER NOT NULL,
+    leader_node BIGINT NOT NULL,
+    leader_epoch INTEGER NOT NULL,
+    log_start_offset BIGINT NOT NULL DEFAULT 0,
+    next_offset BIGINT NOT NULL DEFAULT 0,
+    UNIQUE (topic_id, partition)
+);
+CREATE TABLE stream_index (
+    stream_id BIGINT NOT NULL,
+    base_offset BIGINT NOT NULL,
+    last_offset BIGINT NOT NULL,
+    object_key TEXT NOT NULL,
+    position BIGINT NOT NULL,
+    length BIGINT NOT NULL,
+    max_timestamp BIGINT NOT NULL,
+    PRIMARY KEY (stream_id, base_offset)
+);
+CREATE TABLE leader_epochs (
+    stream_id BIGINT NOT NULL,
+    leader_epoch INTEGER NOT NULL,
+    start_offset BIGINT NOT NULL,
+    PRIMARY KEY (stream_id, leader_epoch)
+);
+CREATE TABLE producer_state (
+    stream_id BIGINT NOT NULL,
+    producer_id BIGINT NOT NULL,
+    epoch INTEGER NOT NULL,
+    batches TEXT NOT NULL,
+    PRIMARY KEY (stream_id, producer_id)
+);
+CREATE TABLE nodes (
+    node_id BIGINT PRIMARY KEY,
+    zone TEXT NOT NULL,
+    kafka_host TEXT NOT NULL,
+    kafka_port INTEGER NOT NULL,
+    rpc_host TEXT NOT NULL,
+    rpc_port INTEGER NOT NULL,
+    lease_expires_ms BIGINT NOT NULL
+);
+CREATE TABLE leases (
+    name TEXT COLLATE "C" PRIMARY KEY,
+    holder BIGINT NOT NULL,
+    expires_ms BIGINT NOT NULL
+);
+CREATE TABLE groups (
+    group_id TEXT COLLATE "C" PRIMARY KEY,
+    group_type TEXT NOT NULL,
+    state TEXT NOT NULL
+);
+CREATE TABLE group_offsets (
+    group_id TEXT COLLATE "C" NOT NULL,
+    topic TEXT COLLATE "C" NOT NULL,
+    partition INTEGER NOT NULL,
+    committed_offset BIGINT NOT NULL,
+    leader_epoch INTEGER NOT NULL,
+    metadata TEXT NOT NULL,
+    commit_ms BIGINT NOT NULL,
+    PRIMARY KEY (group_id, topic, partition)
+);
+CREATE TABLE cluster_secrets (
+    name TEXT COLLATE "C" PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE counters (
+    name TEXT COLLATE "C" PRIMARY KEY,
+    value BIGINT NOT NULL
+);
+""",
+    ),
+    (
+        2,
+        # Node identity is fenced by incarnation: each start of a node process picks
+        # a new one, and a lease is renewed only by the incarnation that holds it.
+        "ALTER TABLE nodes ADD COLUMN incarnation BIGINT NOT NULL DEFAULT 0;",
+    ),
+    (
+        3,
+        # Storage core, part 1 (docs/storage.md): the leader's clock at the commit;
+        # object GC's question "is this object still named?" through an index on the
+        # key, in byte order so a pack file's objects are one range; defaults of topic
+        # configs by scope; units waiting out the GC grace.
+        """
+ALTER TABLE stream_index ADD COLUMN append_ms BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE stream_index ALTER COLUMN object_key TYPE TEXT COLLATE "C";
+CREATE INDEX stream_index_object ON stream_index(object_key);
+CREATE TABLE cluster_configs (
+    scope TEXT COLLATE "C" NOT NULL,
+    name TEXT COLLATE "C" NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (scope, name)
+);
+CREATE TABLE gc_pending (
+    unit TEXT COLLATE "C" PRIMARY KEY,
+    first_seen_ms BIGINT NOT NULL,
+    size BIGINT NOT NULL
+);
+""",
+    ),
+)
+
+LATEST = MIGRATIONS[-1][0]
+
+
+class PostgresTables(ABC):
+    """How a table module's statements run (postgres.py makes each way)."""
+
+    @abstractmethod
+    async def _tx(self, fn: Callable[[Db], Awaitable[T]]) -> T:
+        """`fn` in one read-write transaction; deadlocks are run again."""
+
+    @abstractmethod
+    async def _read(self, fn: Callable[[Db], Awaitable[T]]) -> T:
+        """`fn` in one read-only snapshot, waiting for no writer."""
+
+    @abstractmethod
+    async def _write1(self, sql: str, *args: object) -> str:
+        """One statement in its own transaction; its status ("UPDATE 1")."""
+
+
+def changed_rows(status: str) -> int:
+    """The row count of a command status: "INSERT 0 1" -> 1, "UPDATE 3" -> 3."""
+    return int(status.rsplit(" ", 1)[-1])
