@@ -172,7 +172,7 @@ def test_retention_by_time_and_gc_empty_the_store(
     assert "retention of by-time-0 dropped" in log and "object GC deleted" in log
     # The metrics say what went: entries and bytes dropped, objects deleted, none left.
     metrics = _metrics(http)
-    assert metrics['zonegate_retention_deleted_entries_total{node="1"}'] > 0
+    assert metrics['zonegate_retention_deleted_segments_total{node="1"}'] > 0
     assert metrics['zonegate_gc_deleted_objects_total{node="1"}'] > 0
     assert metrics['zonegate_gc_deleted_bytes_total{node="1"}'] > 0
     assert metrics['zonegate_gc_pending_objects{node="1"}'] >= 0

@@ -249,9 +249,9 @@ def _storage_metrics(node: Node, node_id: str) -> Iterator[CounterMetricFamily |
             CounterMetricFamily,
         ),
         (
-            "zonegate_retention_deleted_entries",
-            "Index entries retention dropped",
-            ret.entries_deleted,
+            "zonegate_retention_deleted_segments",
+            "Segments retention dropped",
+            ret.segments_deleted,
             CounterMetricFamily,
         ),
         (

@@ -40,7 +40,7 @@ from zonegate.leader_forwarder.api import Leader
 from zonegate.leader_forwarder.directory import LeaderDirectory
 from zonegate.leader_forwarder.grpc_client import RemoteLeader
 from zonegate.leader_forwarder.grpc_server import start_leader_server
-from zonegate.leader_forwarder.leader import LeaderService
+from zonegate.leader_forwarder.leader import KAFKA_SEGMENTING, LeaderService
 from zonegate.metastore.api import MetaStore, open_metastore
 from zonegate.metastore.models import NodeRecord, PartitionInfo, TopicInfo
 from zonegate.proxy.registry import REGISTRY
@@ -84,7 +84,7 @@ class Node:
         self.log_cache = LogCache(config.log_cache_bytes)
         self.reader = StreamReader(self.store, self.log_cache)
         self.accounting = Accounting(config.node_id, config.zone)
-        self.local_leader = LeaderService(self.meta, clock)
+        self.local_leader = LeaderService(self.meta, clock, self._segmenting)
         self.lock = DataDirLock(config.data_dir)
         self.incarnation = new_incarnation()
         # Set when another incarnation took this node's lease (we are a zombie): the
@@ -323,6 +323,15 @@ class Node:
             ):
                 stale.append(sid)
         self.local_leader.forget(stale)
+
+    def _segmenting(self, stream_id: int) -> tuple[int, int]:
+        """(segment.ms, segment.bytes) in force for the partition's topic."""
+        p = self.catalog.by_stream(stream_id)
+        topic = self.catalog.get(p.topic) if p is not None else None
+        if topic is None:
+            return KAFKA_SEGMENTING
+        config = self.catalog.config
+        return int(config(topic, "segment.ms")), int(config(topic, "segment.bytes"))
 
     def _on_topic_deleted(self, topic: TopicInfo) -> None:
         self.local_leader.forget(p.stream_id for p in topic.partitions)

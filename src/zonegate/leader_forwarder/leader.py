@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
@@ -35,12 +35,30 @@ from zonegate.storage.index import (
     StreamIndex,
     StreamStore,
     UnknownStream,
-    retention_start,
 )
+from zonegate.storage.segments import SegmentSummary, retention_start
+from zonegate.storage.stream_objects import is_stream_key
 
 log = logging.getLogger(__name__)
 _SEQ_MOD = 1 << 31
 _PRODUCER_BATCHES_KEPT = 5
+# Entries a read below the tail asks the store for at once; the client asks again.
+_STORE_READ_LIMIT = 1000
+_TIME_LOOKUP_LIMIT = 4
+# Kafka's defaults of segment.ms and segment.bytes, for a leader told no topic's.
+KAFKA_SEGMENTING = (604_800_000, 1_073_741_824)
+
+
+def _up_to(entries: Sequence[IndexEntry], max_bytes: int) -> list[IndexEntry]:
+    """The first entries within `max_bytes` (at least one)."""
+    out: list[IndexEntry] = []
+    total = 0
+    for e in entries:
+        if out and total + e.length > max_bytes:
+            break
+        out.append(e)
+        total += e.length
+    return out
 
 
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
@@ -49,12 +67,17 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
 
 @dataclass
 class _Partition:
+    """What a leader keeps of a partition: its offsets and producers, a summary of its
+    segments, and its tail (the entries still in WAL objects); the rest of its index
+    is read from the store when asked for (docs/storage.md, "The bounded index")."""
+
     stream_id: int
     leader_epoch: int
     log_start_offset: int
     high_watermark: int
     producers: dict[int, ProducerEntry]
-    index: StreamIndex
+    summary: SegmentSummary
+    tail: StreamIndex
     changed: asyncio.Future[None] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -71,8 +94,6 @@ class RetentionRule:
 
     retention_ms: int
     retention_bytes: int
-    segment_ms: int
-    segment_bytes: int
 
 
 @dataclass
@@ -85,9 +106,16 @@ class _Tentative:
 
 
 class LeaderService:
-    def __init__(self, metastore: StreamStore, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self,
+        metastore: StreamStore,
+        clock: Clock = SYSTEM_CLOCK,
+        segmenting: Callable[[int], tuple[int, int]] | None = None,
+    ) -> None:
         self._meta = metastore
         self._clock = clock
+        # stream id -> (segment.ms, segment.bytes) of its topic, as in force now.
+        self._segmenting = segmenting or (lambda _sid: KAFKA_SEGMENTING)
         self._partitions: dict[int, _Partition] = {}
         self._loading: dict[int, asyncio.Future[_Partition]] = {}
         self._queue: list[tuple[Sequence[AppendBatch], asyncio.Future[list[AppendResult]]]] = []
@@ -106,17 +134,22 @@ class LeaderService:
         self._loading[stream_id] = fut
         try:
             state = await self._meta.load_partition(stream_id)
-            index = StreamIndex(await self._meta.read_index(stream_id))
+            # Read once, to draw the segments and keep the tail; not kept whole.
+            entries = await self._meta.read_index(stream_id)
             log_start = state.log_start_offset
-            if index.first_offset is not None:
-                log_start = max(log_start, index.first_offset)
+            if entries:
+                log_start = max(log_start, entries[0].base_offset)
+            in_streams = max(
+                (i + 1 for i, e in enumerate(entries) if is_stream_key(e.object_key)), default=0
+            )
             p = _Partition(
                 stream_id=stream_id,
                 leader_epoch=state.leader_epoch,
                 log_start_offset=log_start,
                 high_watermark=state.next_offset,
                 producers=dict(state.producers),
-                index=index,
+                summary=SegmentSummary.of(entries, *self._segmenting(stream_id)),
+                tail=StreamIndex(entries[in_streams:]),
             )
             self._partitions[stream_id] = p
             fut.set_result(p)
@@ -210,7 +243,9 @@ class LeaderService:
             p = self._partitions[c.stream_id]
             t = tentative[c.stream_id]
             p.producers.update(t.producers)
-            p.index.extend(t.entries)
+            p.summary.configure(*self._segmenting(c.stream_id))
+            p.summary.extend(t.entries)
+            p.tail.extend(t.entries)
             p.high_watermark = t.next_offset
             p.notify()
         if fenced:
@@ -274,12 +309,25 @@ class LeaderService:
 
     # -- reads ------------------------------------------------------------
     async def read_index(self, stream_id: int, offset: int, max_bytes: int) -> ReadIndexResult:
-        """Index entries from the one holding `offset`, up to `max_bytes` (at least one)."""
+        """Index entries from the one holding `offset`, up to `max_bytes` (at least one):
+        from the tail in memory, or from the store below it."""
         p = await self._partition(stream_id)
         hwm, start = p.high_watermark, p.log_start_offset
         if offset < start or offset > hwm:
             return ReadIndexResult(ErrorCode.offset_out_of_range, (), hwm, start, p.leader_epoch)
-        out = p.index.from_offset(offset, max_bytes)
+        tail_first = p.tail.first_offset
+        if tail_first is not None and offset >= tail_first:
+            out = p.tail.from_offset(offset, max_bytes)
+        else:
+            rows = await self._meta.read_entries(
+                stream_id,
+                offset,
+                to_offset=None if tail_first is None else tail_first - 1,
+                limit=_STORE_READ_LIMIT,
+            )
+            out = _up_to(rows, max_bytes)
+            if not out and tail_first is not None:
+                out = p.tail.from_offset(offset, max_bytes)
         return ReadIndexResult(ErrorCode.none, tuple(out), hwm, start, p.leader_epoch)
 
     async def offsets(self, stream_id: int) -> tuple[int, int, int]:
@@ -288,11 +336,67 @@ class LeaderService:
         return p.log_start_offset, p.high_watermark, p.leader_epoch
 
     async def entries_from_timestamp(self, stream_id: int, timestamp: int) -> list[IndexEntry]:
-        """Entries from the first whose max timestamp reaches `timestamp`, in offset order."""
-        return (await self._partition(stream_id)).index.from_timestamp(timestamp)
+        """The first entries (offset order) whose max timestamp reaches `timestamp`: the
+        summary names the segment, the store or the tail its entries."""
+        p = await self._partition(stream_id)
+        for seg in p.summary.segments:
+            if seg.max_timestamp < timestamp:
+                continue
+            out = await self._in_range(
+                p,
+                seg.base_offset,
+                seg.last_offset,
+                lambda t: t.from_timestamp(timestamp),
+                lambda lo, hi: self._meta.entries_at_time(
+                    stream_id, timestamp, lo, hi, _TIME_LOOKUP_LIMIT
+                ),
+            )
+            found = [e for e in out if e.max_timestamp >= timestamp][:_TIME_LOOKUP_LIMIT]
+            if found:
+                return found
+        return []
 
     async def max_timestamp_entry(self, stream_id: int) -> IndexEntry | None:
-        return (await self._partition(stream_id)).index.max_timestamp_entry()
+        p = await self._partition(stream_id)
+        seg = p.summary.newest()
+        if seg is None:
+            return None
+
+        async def newest(lo: int, hi: int) -> list[IndexEntry]:
+            e = await self._meta.newest_entry(stream_id, lo, hi)
+            return [] if e is None else [e]
+
+        def newest_in_tail(t: StreamIndex) -> list[IndexEntry]:
+            e = t.max_timestamp_entry()
+            return [] if e is None else [e]
+
+        found = await self._in_range(p, seg.base_offset, seg.last_offset, newest_in_tail, newest)
+        best: IndexEntry | None = None
+        for e in found:
+            if best is None or e.max_timestamp > best.max_timestamp:
+                best = e
+        return best
+
+    async def _in_range(
+        self,
+        p: _Partition,
+        lo: int,
+        hi: int,
+        in_tail: Callable[[StreamIndex], list[IndexEntry]],
+        in_store: Callable[[int, int], Awaitable[list[IndexEntry]]],
+    ) -> list[IndexEntry]:
+        """A lookup over the entries of offsets lo..hi: the store's part below the tail,
+        then the tail's part, in offset order."""
+        tail_first = p.tail.first_offset
+        out: list[IndexEntry] = []
+        if tail_first is None or lo < tail_first:
+            out += await in_store(lo, hi if tail_first is None else min(hi, tail_first - 1))
+        if tail_first is not None and hi >= tail_first:
+            part = StreamIndex(
+                e for e in p.tail.entries() if e.base_offset <= hi and e.last_offset >= lo
+            )
+            out += in_tail(part)
+        return out
 
     # -- the head of the log --------------------------------------------------
     async def delete_records(self, stream_id: int, offset: int) -> tuple[ErrorCode, int]:
@@ -308,18 +412,17 @@ class LeaderService:
         """Kafka's retention over the partition's segments (docs/storage.md); the index
         entries and bytes it dropped."""
         p = await self._partition(stream_id)
-        segments = p.index.segments(rule.segment_ms, rule.segment_bytes)
         now = self._clock.wall_ms()
         start = retention_start(
-            segments, p.high_watermark, now, rule.retention_ms, rule.retention_bytes
+            p.summary.segments, p.high_watermark, now, rule.retention_ms, rule.retention_bytes
         )
         if start is None or start <= p.log_start_offset:
             return 0, 0
-        entries, size = len(p.index), p.index.stored_bytes()
+        segments, size = len(p.summary.segments), p.summary.total_bytes
         error, _ = await self._truncate(p, start)
         if error != ErrorCode.none:
             return 0, 0
-        return entries - len(p.index), size - p.index.stored_bytes()
+        return segments - len(p.summary.segments), size - p.summary.total_bytes
 
     async def _truncate(self, p: _Partition, offset: int) -> tuple[ErrorCode, int]:
         try:
@@ -330,13 +433,49 @@ class LeaderService:
         crash_point("retention:after-commit")
         if self._partitions.get(p.stream_id) is p:
             p.log_start_offset = max(p.log_start_offset, start)
-            p.index.drop_before(p.log_start_offset)
+            p.tail.drop_before(p.log_start_offset)
+            partial = p.summary.drop_before(p.log_start_offset)
+            if partial is not None:
+                # The start moved inside a segment: what is left of it, from the store.
+                rows = await self._meta.read_entries(
+                    p.stream_id, partial.base_offset, to_offset=partial.last_offset, limit=1 << 30
+                )
+                partial.bytes = sum(e.length for e in rows)
             p.notify()
         return ErrorCode.none, start
 
     def stored_bytes(self) -> int:
-        """Bytes of stored batches the partitions cached here refer to."""
-        return sum(p.index.stored_bytes() for p in self._partitions.values())
+        """Bytes of stored batches of the partitions this leader holds."""
+        return sum(p.summary.total_bytes for p in self._partitions.values())
+
+    # -- compaction (leader_forwarder/compactor.py) --------------------------
+    async def tail(self, stream_id: int) -> tuple[int, list[IndexEntry]]:
+        """(leader epoch, the entries still in WAL objects, in offset order)."""
+        p = await self._partition(stream_id)
+        return p.leader_epoch, p.tail.entries()
+
+    async def swap(
+        self,
+        stream_id: int,
+        leader_epoch: int,
+        old: Sequence[IndexEntry],
+        new: Sequence[IndexEntry],
+    ) -> bool:
+        """Replaces entries `old` (a prefix of the tail) with `new` (their rewrite) in the
+        store, fenced by `leader_epoch`, then in memory; False when the store refused
+        (a part of `old` went meanwhile, or the epoch moved)."""
+        try:
+            done = await self._meta.replace_entries(stream_id, leader_epoch, old, new)
+        except LeaderEpochFenced:
+            self.forget([stream_id])
+            return False
+        except UnknownStream:
+            return False
+        crash_point("compaction:after-swap")
+        p = self._partitions.get(stream_id)
+        if done and p is not None and p.leader_epoch == leader_epoch:
+            p.tail.drop_before(old[-1].last_offset + 1)
+        return done
 
     async def changed(self, stream_id: int) -> asyncio.Future[None]:
         """A future completed at the next high-watermark move (or state drop) of the partition."""

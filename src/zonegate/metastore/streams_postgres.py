@@ -132,21 +132,109 @@ class StreamTables(PostgresTables):
 
         return await self._tx(fn)
 
+    async def read_entries(
+        self, stream_id: int, offset: int, *, to_offset: int | None = None, limit: int = 500
+    ) -> list[IndexEntry]:
+        upper = _MAX_OFFSET if to_offset is None else to_offset
+
+        async def fn(db: Db) -> list[IndexEntry]:
+            rows = await db.fetch(
+                f"SELECT {_ENTRY} FROM stream_index WHERE stream_id = $1 AND base_offset >= "
+                "(SELECT COALESCE(MAX(base_offset), $2) FROM stream_index "
+                "WHERE stream_id = $1 AND base_offset <= $2) "
+                "AND last_offset >= $2 AND base_offset <= $3 ORDER BY base_offset LIMIT $4",
+                stream_id,
+                offset,
+                upper,
+                limit,
+            )
+            return [IndexEntry(*r) for r in rows]
+
+        return await self._read(fn)
+
+    async def entries_at_time(
+        self, stream_id: int, timestamp: int, from_offset: int, to_offset: int, limit: int = 4
+    ) -> list[IndexEntry]:
+        async def fn(db: Db) -> list[IndexEntry]:
+            rows = await db.fetch(
+                f"SELECT {_ENTRY} FROM stream_index WHERE stream_id = $1 AND base_offset "
+                "BETWEEN $2 AND $3 AND max_timestamp >= $4 ORDER BY base_offset LIMIT $5",
+                stream_id,
+                from_offset,
+                to_offset,
+                timestamp,
+                limit,
+            )
+            return [IndexEntry(*r) for r in rows]
+
+        return await self._read(fn)
+
+    async def newest_entry(
+        self, stream_id: int, from_offset: int, to_offset: int
+    ) -> IndexEntry | None:
+        async def fn(db: Db) -> IndexEntry | None:
+            row = await db.fetchrow(
+                f"SELECT {_ENTRY} FROM stream_index WHERE stream_id = $1 AND base_offset "
+                "BETWEEN $2 AND $3 ORDER BY max_timestamp DESC, base_offset LIMIT 1",
+                stream_id,
+                from_offset,
+                to_offset,
+            )
+            return None if row is None else IndexEntry(*row)
+
+        return await self._read(fn)
+
+    async def replace_entries(
+        self,
+        stream_id: int,
+        leader_epoch: int,
+        old: Sequence[IndexEntry],
+        new: Sequence[IndexEntry],
+    ) -> bool:
+        if not old:
+            raise ValueError("nothing to replace")
+
+        async def fn(db: Db) -> bool:
+            start = await _fenced_log_start(db, stream_id, leader_epoch)
+            bases = [e.base_offset for e in old]
+            have = {
+                (int(r[0]), str(r[1]))
+                for r in await db.fetch(
+                    "SELECT base_offset, object_key FROM stream_index WHERE stream_id = $1 "
+                    "AND base_offset = ANY($2::bigint[])",
+                    stream_id,
+                    bases,
+                )
+            }
+            if have != {(e.base_offset, e.object_key) for e in old}:
+                return False
+            await db.execute(
+                "DELETE FROM stream_index WHERE stream_id = $1 AND base_offset = ANY($2::bigint[])",
+                stream_id,
+                bases,
+            )
+            rows = [e for e in new if e.last_offset >= start]
+            await db.execute(
+                "INSERT INTO stream_index (stream_id, base_offset, last_offset, object_key, "
+                "position, length, max_timestamp, append_ms) SELECT $1, * FROM unnest("
+                "$2::bigint[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], "
+                "$7::bigint[], $8::bigint[])",
+                stream_id,
+                [e.base_offset for e in rows],
+                [e.last_offset for e in rows],
+                [e.object_key for e in rows],
+                [e.position for e in rows],
+                [e.length for e in rows],
+                [e.max_timestamp for e in rows],
+                [e.append_ms for e in rows],
+            )
+            return True
+
+        return await self._tx(fn)
+
     async def truncate_head(self, stream_id: int, leader_epoch: int, log_start: int) -> int:
         async def fn(db: Db) -> int:
-            # Locked as a commit locks it: a commit or a leader move lands wholly before
-            # or wholly after this.
-            row = await db.fetchrow(
-                "SELECT leader_epoch, log_start_offset FROM partitions "
-                "JOIN topics USING (topic_id) WHERE stream_id = $1 AND deleted = 0 "
-                "FOR UPDATE OF partitions",
-                stream_id,
-            )
-            if row is None:
-                raise UnknownStream(stream_id)
-            if row[0] != leader_epoch:
-                raise LeaderEpochFenced(stream_id, leader_epoch, row[0])
-            start = max(int(row[1]), log_start)
+            start = max(await _fenced_log_start(db, stream_id, leader_epoch), log_start)
             await db.execute(
                 "UPDATE partitions SET log_start_offset = $1 WHERE stream_id = $2",
                 start,
@@ -160,3 +248,24 @@ class StreamTables(PostgresTables):
             return start
 
         return await self._tx(fn)
+
+
+_MAX_OFFSET = (1 << 63) - 1
+_ENTRY = "base_offset, last_offset, object_key, position, length, max_timestamp, append_ms"
+
+
+async def _fenced_log_start(db: Db, stream_id: int, leader_epoch: int) -> int:
+    """The partition's log start offset, its row locked as a commit locks it (a commit
+    or a leader move lands wholly before or after); UnknownStream or LeaderEpochFenced
+    first."""
+    row = await db.fetchrow(
+        "SELECT leader_epoch, log_start_offset FROM partitions "
+        "JOIN topics USING (topic_id) WHERE stream_id = $1 AND deleted = 0 "
+        "FOR UPDATE OF partitions",
+        stream_id,
+    )
+    if row is None:
+        raise UnknownStream(stream_id)
+    if row[0] != leader_epoch:
+        raise LeaderEpochFenced(stream_id, leader_epoch, row[0])
+    return int(row[1])

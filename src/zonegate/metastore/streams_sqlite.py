@@ -126,18 +126,86 @@ class StreamTables(SqliteTables):
 
         return await self._run_on_loop(fn)
 
+    async def read_entries(
+        self, stream_id: int, offset: int, *, to_offset: int | None = None, limit: int = 500
+    ) -> list[IndexEntry]:
+        upper = _MAX_OFFSET if to_offset is None else to_offset
+        return await self._read(
+            lambda db: [
+                IndexEntry(*r)
+                for r in db.execute(
+                    f"SELECT {_ENTRY} FROM stream_index WHERE stream_id = ? AND base_offset >= "
+                    "(SELECT COALESCE(MAX(base_offset), ?) FROM stream_index "
+                    "WHERE stream_id = ? AND base_offset <= ?) "
+                    "AND last_offset >= ? AND base_offset <= ? ORDER BY base_offset LIMIT ?",
+                    (stream_id, offset, stream_id, offset, offset, upper, limit),
+                )
+            ]
+        )
+
+    async def entries_at_time(
+        self, stream_id: int, timestamp: int, from_offset: int, to_offset: int, limit: int = 4
+    ) -> list[IndexEntry]:
+        return await self._read(
+            lambda db: [
+                IndexEntry(*r)
+                for r in db.execute(
+                    f"SELECT {_ENTRY} FROM stream_index WHERE stream_id = ? AND base_offset "
+                    "BETWEEN ? AND ? AND max_timestamp >= ? ORDER BY base_offset LIMIT ?",
+                    (stream_id, from_offset, to_offset, timestamp, limit),
+                )
+            ]
+        )
+
+    async def newest_entry(
+        self, stream_id: int, from_offset: int, to_offset: int
+    ) -> IndexEntry | None:
+        def fn(db: sqlite3.Connection) -> IndexEntry | None:
+            row = db.execute(
+                f"SELECT {_ENTRY} FROM stream_index WHERE stream_id = ? AND base_offset "
+                "BETWEEN ? AND ? ORDER BY max_timestamp DESC, base_offset LIMIT 1",
+                (stream_id, from_offset, to_offset),
+            ).fetchone()
+            return None if row is None else IndexEntry(*row)
+
+        return await self._read(fn)
+
+    async def replace_entries(
+        self,
+        stream_id: int,
+        leader_epoch: int,
+        old: Sequence[IndexEntry],
+        new: Sequence[IndexEntry],
+    ) -> bool:
+        def fn(db: sqlite3.Connection) -> bool:
+            start = _fenced_log_start(db, stream_id, leader_epoch)
+            have = set(
+                db.execute(
+                    "SELECT base_offset, object_key FROM stream_index WHERE stream_id = ? "
+                    "AND base_offset BETWEEN ? AND ?",
+                    (stream_id, min(e.base_offset for e in old), max(e.base_offset for e in old)),
+                ).fetchall()
+            )
+            if not {(e.base_offset, e.object_key) for e in old} <= have:
+                return False
+            db.executemany(
+                "DELETE FROM stream_index WHERE stream_id = ? AND base_offset = ?",
+                [(stream_id, e.base_offset) for e in old],
+            )
+            db.executemany(
+                "INSERT INTO stream_index (stream_id, base_offset, last_offset, object_key, "
+                "position, length, max_timestamp, append_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(stream_id, *_row(e)) for e in new if e.last_offset >= start],
+            )
+            return True
+
+        if not old:
+            raise ValueError("nothing to replace")
+        return await self._run(fn)
+
     async def truncate_head(self, stream_id: int, leader_epoch: int, log_start: int) -> int:
         def fn(db: sqlite3.Connection) -> int:
-            row = db.execute(
-                "SELECT leader_epoch, log_start_offset FROM partitions "
-                "JOIN topics USING (topic_id) WHERE stream_id = ? AND deleted = 0",
-                (stream_id,),
-            ).fetchone()
-            if row is None:
-                raise UnknownStream(stream_id)
-            if row[0] != leader_epoch:
-                raise LeaderEpochFenced(stream_id, leader_epoch, row[0])
-            start = max(int(row[1]), log_start)
+            start = max(_fenced_log_start(db, stream_id, leader_epoch), log_start)
             db.execute(
                 "UPDATE partitions SET log_start_offset = ? WHERE stream_id = ?",
                 (start, stream_id),
@@ -149,6 +217,36 @@ class StreamTables(SqliteTables):
             return start
 
         return await self._run(fn)
+
+
+_MAX_OFFSET = (1 << 63) - 1
+_ENTRY = "base_offset, last_offset, object_key, position, length, max_timestamp, append_ms"
+
+
+def _row(e: IndexEntry) -> tuple[int, int, str, int, int, int, int]:
+    return (
+        e.base_offset,
+        e.last_offset,
+        e.object_key,
+        e.position,
+        e.length,
+        e.max_timestamp,
+        e.append_ms,
+    )
+
+
+def _fenced_log_start(db: sqlite3.Connection, stream_id: int, leader_epoch: int) -> int:
+    """The partition's log start offset; UnknownStream or LeaderEpochFenced first."""
+    row = db.execute(
+        "SELECT leader_epoch, log_start_offset FROM partitions "
+        "JOIN topics USING (topic_id) WHERE stream_id = ? AND deleted = 0",
+        (stream_id,),
+    ).fetchone()
+    if row is None:
+        raise UnknownStream(stream_id)
+    if row[0] != leader_epoch:
+        raise LeaderEpochFenced(stream_id, leader_epoch, row[0])
+    return int(row[1])
 
 
 def _batches_json(batches: Sequence[ProducerBatch]) -> str:

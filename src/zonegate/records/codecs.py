@@ -121,9 +121,7 @@ def _xerial_decompress(data: bytes, limit: int) -> bytes:
             raise CodecError(f"xerial snappy block at byte {pos} has bad length {size}")
         block = data[pos : pos + size]
         if len(out) + cramjam.snappy.decompress_raw_len(block) > limit:
-            raise CodecError(
-                f"snappy body does not decompress within the limit of {limit} bytes"
-            )
+            raise CodecError(f"snappy body does not decompress within the limit of {limit} bytes")
         out += cramjam.snappy.decompress_raw(block)
         pos += size
     return bytes(out)

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class RetentionStats:
     passes: int = 0
-    entries_deleted: int = 0
+    segments_deleted: int = 0
     bytes_deleted: int = 0
 
 
@@ -54,8 +54,6 @@ class RetentionService:
         return RetentionRule(
             retention_ms=int(self._config(topic, "retention.ms")),
             retention_bytes=int(self._config(topic, "retention.bytes")),
-            segment_ms=int(self._config(topic, "segment.ms")),
-            segment_bytes=int(self._config(topic, "segment.bytes")),
         )
 
     async def run_once(self) -> None:
@@ -69,18 +67,18 @@ class RetentionService:
             if rule is None or (rule.retention_ms < 0 and rule.retention_bytes < 0):
                 continue
             try:
-                entries, size = await self._leader.apply_retention(p.stream_id, rule)
+                segments, size = await self._leader.apply_retention(p.stream_id, rule)
             except UnknownStream:
                 continue  # deleted meanwhile
-            if entries:
+            if segments:
                 dropped = True
-                self.stats.entries_deleted += entries
+                self.stats.segments_deleted += segments
                 self.stats.bytes_deleted += size
                 log.info(
-                    "retention of %s-%d dropped %d index entries (%d bytes)",
+                    "retention of %s-%d dropped %d segments (%d bytes)",
                     p.topic,
                     p.partition,
-                    entries,
+                    segments,
                     size,
                 )
         if dropped and self._on_dropped is not None:

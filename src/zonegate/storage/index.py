@@ -104,6 +104,41 @@ class StreamStore(Protocol):
         """Commits all in one transaction; returns the stream ids fenced (epoch moved)."""
         ...
 
+    async def read_entries(
+        self, stream_id: int, offset: int, *, to_offset: int | None = None, limit: int = 500
+    ) -> list[IndexEntry]:
+        """Entries in offset order from the one holding `offset` (or the first after it),
+        up to the one holding `to_offset` when given, at most `limit`: through the
+        primary key, O(log n) however long the partition."""
+        ...
+
+    async def entries_at_time(
+        self, stream_id: int, timestamp: int, from_offset: int, to_offset: int, limit: int = 4
+    ) -> list[IndexEntry]:
+        """The first entries (offset order, at most `limit`) between the offsets whose max
+        timestamp reaches `timestamp`."""
+        ...
+
+    async def newest_entry(
+        self, stream_id: int, from_offset: int, to_offset: int
+    ) -> IndexEntry | None:
+        """The first entry between the offsets with the largest max timestamp."""
+        ...
+
+    async def replace_entries(
+        self,
+        stream_id: int,
+        leader_epoch: int,
+        old: Sequence[IndexEntry],
+        new: Sequence[IndexEntry],
+    ) -> bool:
+        """Swaps entries `old` for `new` (the same offsets, rewritten elsewhere) in one
+        transaction fenced by `leader_epoch`. False, and nothing changed, when any of
+        `old` is no longer there (retention or DeleteRecords removed it meanwhile); new
+        entries wholly below the log start are not written. Raises UnknownStream and
+        LeaderEpochFenced as truncate_head does."""
+        ...
+
     async def truncate_head(self, stream_id: int, leader_epoch: int, log_start: int) -> int:
         """Moves the stream's log start offset up to `log_start` (never down) and deletes
         the entries wholly below it, in one transaction fenced by `leader_epoch`;
@@ -136,18 +171,6 @@ class LeaderEpochFenced(Exception):
     def __init__(self, stream_id: int, expected: int, actual: int | None) -> None:
         super().__init__(f"stream {stream_id}: leader epoch {expected} is not current ({actual})")
         self.stream_id = stream_id
-
-
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """A run of a partition's entries retention treats as one: Kafka's log segment."""
-
-    first: int  # index of its first entry in the StreamIndex
-    count: int
-    base_offset: int
-    last_offset: int
-    bytes: int
-    max_timestamp: int  # the largest record timestamp in it
 
 
 class StreamIndex:
@@ -205,6 +228,9 @@ class StreamIndex:
     def stored_bytes(self) -> int:
         return sum(e.length for e in self._entries)
 
+    def entries(self) -> list[IndexEntry]:
+        return list(self._entries)
+
     def drop_before(self, offset: int) -> int:
         """Drops the entries wholly below `offset`; how many it dropped."""
         n = 0
@@ -214,60 +240,3 @@ class StreamIndex:
             del self._entries[:n]
             del self._bases[:n]
         return n
-
-    def segments(self, segment_ms: int, segment_bytes: int) -> list[Segment]:
-        """The entries cut into segments as Kafka rolls them, by time and by size: a new
-        one starts where an entry's append time enters another `segment_ms` window of
-        the clock (windows start at multiples of `segment_ms`, so no segment spans more
-        than `segment_ms`, and every partition's segments end at the same instants:
-        the WAL objects partitions share are let go together), or where the segment's
-        bytes would pass `segment_bytes`. Entries with no append time (written before
-        it was kept) use their max timestamp."""
-        out: list[Segment] = []
-        start = 0
-        window = 0
-        size = 0
-        max_ts = -1
-        step = max(segment_ms, 1)
-        for i, e in enumerate(self._entries):
-            at = (e.append_ms or e.max_timestamp) // step
-            if i > start and (at != window or size + e.length > segment_bytes):
-                out.append(self._segment(start, i, size, max_ts))
-                start, size, max_ts = i, 0, -1
-            if i == start:
-                window = at
-            size += e.length
-            max_ts = max(max_ts, e.max_timestamp)
-        if start < len(self._entries):
-            out.append(self._segment(start, len(self._entries), size, max_ts))
-        return out
-
-    def _segment(self, start: int, end: int, size: int, max_ts: int) -> Segment:
-        first, last = self._entries[start], self._entries[end - 1]
-        return Segment(start, end - start, first.base_offset, last.last_offset, size, max_ts)
-
-
-def retention_start(
-    segments: Sequence[Segment],
-    log_end: int,
-    now_ms: int,
-    retention_ms: int,
-    retention_bytes: int,
-) -> int | None:
-    """Where the log should start after Kafka's retention over `segments` (oldest
-    first): the oldest segments go while their newest record is older than
-    `retention_ms`, then while the partition without them would still hold at least
-    `retention_bytes`; -1 turns either rule off. None when nothing goes. All segments
-    going moves the start to `log_end` (Kafka rolls and deletes the active segment)."""
-    keep = 0
-    if retention_ms >= 0:
-        while keep < len(segments) and segments[keep].max_timestamp < now_ms - retention_ms:
-            keep += 1
-    if retention_bytes >= 0:
-        left = sum(s.bytes for s in segments[keep:])
-        while keep < len(segments) and left - segments[keep].bytes >= retention_bytes:
-            left -= segments[keep].bytes
-            keep += 1
-    if keep == 0:
-        return None
-    return segments[keep].base_offset if keep < len(segments) else log_end

@@ -14,4 +14,3 @@ NO_THROTTLE = datetime.timedelta(0)
 def cls(ctx: RequestContext, name: str) -> type[Any]:
     """The response class `name` of the request's API at the request's version."""
     return response_class(ctx.api_key, ctx.api_version, name)
-

@@ -93,9 +93,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if request.topics is None or (ctx.api_version == 0 and not request.topics):
         answers = [topic_answer(t) for t in topics.topics()]
     else:
-        allow_create = topics.auto_create and getattr(
-            request, "allow_auto_topic_creation", True
-        )
+        allow_create = topics.auto_create and getattr(request, "allow_auto_topic_creation", True)
         for wanted in request.topics:
             name = wanted.name
             if name is None and ctx.api_version < 12:

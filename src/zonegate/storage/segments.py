@@ -1,0 +1,142 @@
+"""A partition's segments, as Kafka's retention sees them, kept as a summary.
+
+zonegate has no segment files: segments are drawn over the index (docs/
+storage.md, "Segments and retention"). Walking a partition's entries in
+offset order, a new segment starts where an entry's append time enters
+another `segment.ms` window of the clock (windows start at multiples of
+`segment.ms`, so no segment spans more than `segment.ms`, and every
+partition's segments end at the same instants: the WAL objects partitions
+share are let go together), or where the segment's bytes would pass
+`segment.bytes`. Entries with no append time (written before it was kept) use
+their max timestamp.
+
+The leader keeps only this summary of a partition in memory, a few segments,
+not its entries (docs/storage.md, "The bounded index"): it follows appends and
+truncations, it is what retention decides on, and it tells a lookup by time
+which segment's entries to ask the store for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from zonegate.storage.index import IndexEntry
+
+
+@dataclass(slots=True)
+class Segment:
+    """A run of a partition's entries retention treats as one: Kafka's log segment."""
+
+    base_offset: int
+    last_offset: int
+    bytes: int
+    max_timestamp: int  # the largest record timestamp in it
+    window: int  # the segment.ms window of its first entry's append time
+
+
+class SegmentSummary:
+    """A partition's segments in offset order, drawn with the segment configs in force
+    when each entry came (as Kafka rolls a segment with the configs of its time)."""
+
+    __slots__ = ("_bytes", "_ms", "segments")
+
+    def __init__(self, segment_ms: int, segment_bytes: int) -> None:
+        self._ms = max(segment_ms, 1)
+        self._bytes = segment_bytes
+        self.segments: list[Segment] = []
+
+    @classmethod
+    def of(
+        cls, entries: Iterable[IndexEntry], segment_ms: int, segment_bytes: int
+    ) -> SegmentSummary:
+        summary = cls(segment_ms, segment_bytes)
+        summary.extend(entries)
+        return summary
+
+    def configure(self, segment_ms: int, segment_bytes: int) -> None:
+        """The configs the entries from now on are segmented by."""
+        self._ms = max(segment_ms, 1)
+        self._bytes = segment_bytes
+
+    def extend(self, entries: Iterable[IndexEntry]) -> None:
+        segs = self.segments
+        for e in entries:
+            window = (e.append_ms or e.max_timestamp) // self._ms
+            s = segs[-1] if segs else None
+            if s is None or s.window != window or s.bytes + e.length > self._bytes:
+                segs.append(
+                    Segment(e.base_offset, e.last_offset, e.length, e.max_timestamp, window)
+                )
+                continue
+            s.last_offset = e.last_offset
+            s.bytes += e.length
+            if e.max_timestamp > s.max_timestamp:
+                s.max_timestamp = e.max_timestamp
+
+    def drop_before(self, offset: int) -> Segment | None:
+        """Drops the segments wholly below `offset`; returns the first one left if `offset`
+        fell inside it (its bytes are then the caller's to correct: `set_bytes`)."""
+        segs = self.segments
+        n = 0
+        while n < len(segs) and segs[n].last_offset < offset:
+            n += 1
+        del segs[:n]
+        if segs and segs[0].base_offset < offset:
+            segs[0].base_offset = offset
+            return segs[0]
+        return None
+
+    def first_reaching(self, timestamp: int) -> Segment | None:
+        """The first segment whose max timestamp reaches `timestamp`."""
+        return next((s for s in self.segments if s.max_timestamp >= timestamp), None)
+
+    def newest(self) -> Segment | None:
+        """The segment holding the largest timestamp (the first such, on a tie)."""
+        best: Segment | None = None
+        for s in self.segments:
+            if best is None or s.max_timestamp > best.max_timestamp:
+                best = s
+        return best
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(s.bytes for s in self.segments)
+
+
+class SegmentLike(Protocol):
+    @property
+    def base_offset(self) -> int: ...
+
+    @property
+    def bytes(self) -> int: ...
+
+    @property
+    def max_timestamp(self) -> int: ...
+
+
+def retention_start(
+    segments: Sequence[SegmentLike],
+    log_end: int,
+    now_ms: int,
+    retention_ms: int,
+    retention_bytes: int,
+) -> int | None:
+    """Where the log should start after Kafka's retention over `segments` (oldest
+    first): the oldest segments go while their newest record is older than
+    `retention_ms`, then while the partition without them would still hold at least
+    `retention_bytes`; -1 turns either rule off. None when nothing goes. All segments
+    going moves the start to `log_end` (Kafka rolls and deletes the active segment)."""
+    keep = 0
+    if retention_ms >= 0:
+        while keep < len(segments) and segments[keep].max_timestamp < now_ms - retention_ms:
+            keep += 1
+    if retention_bytes >= 0:
+        left = sum(s.bytes for s in segments[keep:])
+        while keep < len(segments) and left - segments[keep].bytes >= retention_bytes:
+            left -= segments[keep].bytes
+            keep += 1
+    if keep == 0:
+        return None
+    return segments[keep].base_offset if keep < len(segments) else log_end
