@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from zonegate.qos.admission import QosSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +50,9 @@ class NodeConfig:
     # KIP-848 consumer groups (group.protocol=consumer), Kafka's broker settings and defaults.
     group_consumer_heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
     group_consumer_session_timeout_ms: int = 45000  # group.consumer.session.timeout.ms
+    # The object-store scheduler (docs/qos.md).
+    qos: QosSettings = field(default_factory=QosSettings)
+    qos_tail_window_ms: int = 60_000
 
     @property
     def store_url(self) -> str:

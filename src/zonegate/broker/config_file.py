@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zonegate.broker.qos_flags import QOS_KEYS
 from zonegate.broker.startup import StartupError
 
 # The option's argparse dest -> its name in the config file.
@@ -62,6 +63,7 @@ KEYS: dict[str, str] = {
     "gc_orphan_grace_ms": "zonegate.gc.orphan.grace.ms",
     "usage_retention_days": "zonegate.usage.retention.days",
     "log_level": "zonegate.log.level",
+    **QOS_KEYS,
 }
 
 

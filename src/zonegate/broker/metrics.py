@@ -16,6 +16,7 @@ from prometheus_client.registry import Collector
 
 from zonegate.proxy.registry import REGISTRY
 from zonegate.runtime.histogram import Histogram
+from zonegate.runtime.io_class import IO_CLASSES
 
 if TYPE_CHECKING:
     from zonegate.broker.node import Node
@@ -103,6 +104,7 @@ class NodeCollector(Collector):
         yield gets
         yield from _storage_metrics(node, str(acc.node_id))
         yield from _operations(node, str(acc.node_id))
+        yield from _qos_metrics(node, str(acc.node_id))
 
 
 def _histogram(
@@ -189,6 +191,37 @@ def _operations(node: Node, me: str) -> Iterator[Metric]:
     )
     ready.add_metric([me, node.config.zone], 1.0 if node.is_ready() else 0.0)
     yield ready
+
+
+def _qos_metrics(node: Node, me: str) -> Iterator[Metric]:
+    """The object-store scheduler, per lane (put, get) and I/O class (docs/qos.md)."""
+    labels = ["node", "lane", "io_class"]
+    granted_bytes = CounterMetricFamily(
+        "zonegate_qos_granted_bytes", "Object-store bytes granted", labels=labels
+    )
+    granted = CounterMetricFamily(
+        "zonegate_qos_granted_requests", "Object-store requests granted", labels=labels
+    )
+    depth = GaugeMetricFamily(
+        "zonegate_qos_queue_depth", "Object-store requests waiting for their grant", labels=labels
+    )
+    waits = HistogramMetricFamily(
+        "zonegate_qos_wait_seconds",
+        "Time object-store requests waited for their grant",
+        labels=labels,
+    )
+    for lane_name, lane in node.qos.lanes.items():
+        for cls in IO_CLASSES:
+            values = [me, lane_name, cls]
+            st = lane.stats(cls)
+            granted_bytes.add_metric(values, st.granted_bytes)
+            granted.add_metric(values, st.granted_requests)
+            depth.add_metric(values, lane.queue_depth(cls))
+            waits.add_metric(values, st.wait.cumulative(), st.wait.sum)
+    yield granted_bytes
+    yield granted
+    yield depth
+    yield waits
 
 
 def _error_name(code: int) -> str:

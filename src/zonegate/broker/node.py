@@ -45,6 +45,7 @@ from zonegate.metastore.api import MetaStore, open_metastore
 from zonegate.metastore.models import NodeRecord, PartitionInfo, TopicInfo
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.server import KafkaServer, ListenerConfig
+from zonegate.qos.admission import QosScheduler
 from zonegate.router.membership import Membership
 from zonegate.router.placement import place
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
@@ -81,6 +82,9 @@ class Node:
             endpoint_url=config.s3_endpoint,
             pack_max_age_s=min(60.0, config.gc_orphan_grace_ms / 2000),
         )
+        # Every object-store call of the node waits for its grant (docs/qos.md).
+        self.qos = QosScheduler(config.qos, clock)
+        self.store.admission = self.qos
         self.log_cache = LogCache(config.log_cache_bytes)
         self.reader = StreamReader(self.store, self.log_cache)
         self.accounting = Accounting(config.node_id, config.zone)
@@ -222,6 +226,7 @@ class Node:
                 self.reader,
                 self.meta,
                 clock,
+                tail_window_ms=config.qos_tail_window_ms,
             ),
             groups=self.groups,
             accounting=self.accounting,
@@ -410,6 +415,7 @@ class Node:
         await sup.start("data directory lock", self._acquire_lock, self._release_lock)
         await sup.start("metadata store", None, self.meta.close)
         await sup.start("object store", None, self.store.close)
+        await sup.start("QoS scheduler", None, self.qos.close)
         await sup.start("catalog", self.catalog.load)
         self._rpc_token = await self.meta.cluster_secret("rpc-token")
         self._rpc, rpc_port = await start_leader_server(

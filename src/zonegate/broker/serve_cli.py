@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from zonegate.broker.config import NodeConfig
 from zonegate.broker.config_file import layered, resolve
+from zonegate.broker.qos_flags import add_qos_args, qos_from_args
 from zonegate.broker.startup import StartupError, bind_failure, check_config, check_writable_dir
 from zonegate.metastore.models import MetaStoreError
 
@@ -350,6 +351,7 @@ def _add_node_args(p: argparse.ArgumentParser, *, embedded: bool) -> None:
         "answered before it closes their connections (default 10000); a second signal "
         "exits at once",
     )
+    add_qos_args(p)
     p.add_argument(
         "--config",
         metavar="FILE",
@@ -460,6 +462,8 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         group_consumer_session_timeout_ms=args.group_consumer_session_timeout_ms,
         drain_timeout_s=args.drain_timeout_ms / 1000,
         heartbeat_s=_HEARTBEAT_MS / 1000,
+        qos=qos_from_args(args),
+        qos_tail_window_ms=args.qos_tail_window_ms,
     )
 
 

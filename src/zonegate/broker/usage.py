@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
+from zonegate.runtime.io_class import io_class
 from zonegate.storage.instrumented import InstrumentedObjectStore, ObjectStoreStats
 from zonegate.usage.accounting import Accounting
 from zonegate.usage.schema import ARROW_SCHEMA, SCHEMA_VERSION
@@ -138,7 +139,8 @@ class UsageWriter:
         pq.write_table(table, buf)
         day = datetime.datetime.fromtimestamp(start_ms / 1000, datetime.UTC).date().isoformat()
         key = f"usage/date={day}/node={self._acc.node_id}/{start_ms}-{secrets.token_hex(6)}.parquet"
-        await self._store.put(key, buf.getvalue())
+        with io_class("housekeeping"):
+            await self._store.put(key, buf.getvalue())
         self.objects_written += 1
         return key
 

@@ -11,6 +11,12 @@ timestamp reaches the target is read and decoded (within the topic's
 max.message.bytes) to find the exact first record at or after it, as Kafka's
 time index does.
 
+The object-store reads are scheduled (docs/qos.md) as `tail_fetch` when the
+first batch read was appended less than `tail_window_ms` ago (a consumer at
+the end of the log whose data this node did not write, so the log cache
+missed), else as `catch_up_fetch` (a consumer reading history): by the data's
+age, not the consumer's lag in offsets, which means nothing without the rate.
+
 A partition that is deleted meanwhile answers UNKNOWN_TOPIC_OR_PARTITION, one
 whose leader stays out of reach NOT_LEADER_OR_FOLLOWER (the client refreshes
 its metadata and retries, as with Kafka).
@@ -32,6 +38,7 @@ from zonegate.metastore.models import TopicInfo
 from zonegate.records.batch import CorruptBatch, patch_batch
 from zonegate.records.decode import Record, decode_records
 from zonegate.runtime.clock import Clock
+from zonegate.runtime.io_class import io_class
 from zonegate.services.api import FetchedPartition, FetchPartition, OffsetAnswer
 from zonegate.storage.index import IndexEntry, UnknownStream
 from zonegate.storage.reader import MAX_GETS_PER_READ, StreamReader
@@ -43,6 +50,7 @@ log = logging.getLogger(__name__)
 MAX_GETS_PER_FETCH = MAX_GETS_PER_READ
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 UNDEFINED = -1
+TAIL_WINDOW_MS = 60_000
 
 
 class EpochHistory(Protocol):
@@ -76,6 +84,8 @@ class ReadService:
         reader: StreamReader,
         epochs: EpochHistory,
         clock: Clock,
+        *,
+        tail_window_ms: int = TAIL_WINDOW_MS,
     ) -> None:
         self._topics = topics
         self._lookup = lookup
@@ -84,6 +94,16 @@ class ReadService:
         self._reader = reader
         self._epochs = epochs
         self._clock = clock
+        self._tail_window_ms = tail_window_ms
+
+    def read_class(self, entry: IndexEntry) -> str:
+        """The I/O class of reading `entry` from the object store (module docstring)."""
+        age_ms = self._clock.wall_ms() - entry.append_ms
+        return (
+            "tail_fetch"
+            if entry.append_ms and age_ms <= self._tail_window_ms
+            else ("catch_up_fetch")
+        )
 
     # -- fetch ------------------------------------------------------------------
     async def fetch(
@@ -180,7 +200,8 @@ class ReadService:
             entries = kept
         if not entries:
             return 0, 0
-        blobs, gets = await self._reader.read_prefix(entries, max(gets_left, 0 if total else 1))
+        with io_class(self.read_class(entries[0])):
+            blobs, gets = await self._reader.read_prefix(entries, max(gets_left, 0 if total else 1))
         if not blobs:
             return 0, gets  # this answer's GETs are spent: the client asks again from here
         entries = entries[: len(blobs)]
@@ -218,7 +239,8 @@ class ReadService:
             return OffsetAnswer(ErrorCode.corrupt_message)
 
     async def _records(self, entry: IndexEntry, max_message_bytes: int) -> list[Record]:
-        (blob,) = await self._reader.read([entry])
+        with io_class(self.read_class(entry)):
+            (blob,) = await self._reader.read([entry])
         buf = bytearray(blob)
         patch_batch(buf, 0, entry.base_offset, 0)
         return decode_records(bytes(buf), max_message_bytes)

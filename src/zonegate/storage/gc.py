@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from zonegate.runtime.clock import Clock
 from zonegate.runtime.crash import crash_point
+from zonegate.runtime.io_class import io_class
 from zonegate.storage.index import GcStore
 from zonegate.storage.objects import ObjectStore
 from zonegate.storage.pack_files import parse_packed_key
@@ -77,6 +78,10 @@ class ObjectGc:
         self.next_due_ms: int | None = None
 
     async def run_once(self) -> None:
+        with io_class("housekeeping"):  # the lowest class: it never holds a client back
+            await self._pass()
+
+    async def _pass(self) -> None:
         self.stats.passes += 1
         units: dict[str, _Unit] = {}
         for info in await self._store.list(WAL_PREFIX):

@@ -3,7 +3,10 @@
 Kept apart from the backends (as SlateDB's retrying/instrumented stores are) so
 every backend gets the same retry policy and every S3 request is counted in one
 place for usage records. Tests use `inject_fault` to make the next calls of an
-operation fail without a misbehaving server.
+operation fail without a misbehaving server. When an `Admission` is set (the
+node's QoS scheduler, qos/admission.py), every attempt first waits for its
+grant, under the caller's I/O class (runtime/io_class.py), so no call of the
+node reaches the store around it.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from zonegate.runtime.histogram import Histograms
+from zonegate.runtime.io_class import current_io_class
 from zonegate.storage.objects import (
     ObjectInfo,
     ObjectNotFound,
@@ -58,6 +62,18 @@ class ObjectStoreStats:
     get_bytes: int = 0
 
 
+class AdmissionTicket(Protocol):
+    def release(self, moved_bytes: int) -> None:
+        """The attempt is over, having moved `moved_bytes` (sent or received)."""
+        ...
+
+
+class Admission(Protocol):
+    """What decides when an object-store attempt may go (qos/admission.py)."""
+
+    async def admit(self, op: str, io_class: str, nbytes: int) -> AdmissionTicket: ...
+
+
 def is_transient(exc: BaseException) -> bool:
     """Whether another attempt may succeed. Not-found and bad requests never will."""
     if isinstance(exc, (ObjectNotFound, *_PERMANENT_OS_ERRORS)):
@@ -94,6 +110,7 @@ class InstrumentedObjectStore:
         self._put_bytes = 0
         self._get_bytes = 0
         self.latency = Histograms()  # seconds per operation ("put", "get_range", ...)
+        self.admission: Admission | None = None
 
     # -- stats ---------------------------------------------------------------
 
@@ -131,23 +148,25 @@ class InstrumentedObjectStore:
 
     # -- the retry loop ------------------------------------------------------
 
-    async def _call(self, op: str, attempt: Callable[[], Awaitable[T]]) -> T:
+    async def _call(self, op: str, attempt: Callable[[], Awaitable[T]], nbytes: int = 0) -> T:
         start = time.perf_counter()
         try:
-            return await self._retrying(op, attempt)
+            return await self._retrying(op, attempt, nbytes)
         finally:
             # The caller's wait, retries included: what a produce or a fetch felt.
             self.latency.observe(op, time.perf_counter() - start)
 
-    async def _retrying(self, op: str, attempt: Callable[[], Awaitable[T]]) -> T:
+    async def _retrying(self, op: str, attempt: Callable[[], Awaitable[T]], nbytes: int) -> T:
         tries = 0
         while True:
             try:
                 faults = self._faults[op]
                 if faults:
                     raise faults.popleft()
-                async with asyncio.timeout(self._timeout_s):
-                    return await attempt()
+                if self.admission is None:
+                    async with asyncio.timeout(self._timeout_s):
+                        return await attempt()
+                return await self._admitted(op, attempt, nbytes)
             except Exception as exc:
                 if tries >= self._retries or not is_transient(exc):
                     raise
@@ -157,6 +176,20 @@ class InstrumentedObjectStore:
                 # Full jitter: many nodes throttled together must not retry in step.
                 await self._sleep(self._rng.uniform(0, delay))
 
+    async def _admitted(self, op: str, attempt: Callable[[], Awaitable[T]], nbytes: int) -> T:
+        """One attempt after its grant; the wait for the grant is not the backend's, so
+        the timeout starts after it."""
+        assert self.admission is not None
+        ticket = await self.admission.admit(op, current_io_class(), nbytes)
+        moved = 0
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                result = await attempt()
+            moved = len(result) if isinstance(result, bytes) else nbytes
+            return result
+        finally:
+            ticket.release(moved)
+
     # -- ObjectStore ---------------------------------------------------------
 
     async def put(self, key: str, data: bytes) -> None:
@@ -165,7 +198,7 @@ class InstrumentedObjectStore:
             self._put_bytes += len(data)
             await self.inner.put(key, data)
 
-        await self._call("put", attempt)
+        await self._call("put", attempt, len(data))
 
     @property
     def packs(self) -> bool:
@@ -185,7 +218,7 @@ class InstrumentedObjectStore:
             self._put_bytes += len(data)
             return await packer.put_packed(prefix, data)
 
-        return await self._call("put", attempt)
+        return await self._call("put", attempt, len(data))
 
     async def put_if_absent(self, key: str, data: bytes) -> bool:
         attempts = 0
@@ -197,7 +230,7 @@ class InstrumentedObjectStore:
             self._put_bytes += len(data)
             return await self.inner.put_if_absent(key, data)
 
-        created = await self._call("put_if_absent", attempt)
+        created = await self._call("put_if_absent", attempt, len(data))
         if not created and attempts > 1:
             # An earlier attempt may have written the object and then lost the
             # answer (timeout, reset). If the object holds exactly our bytes, it
@@ -224,7 +257,7 @@ class InstrumentedObjectStore:
             self._get_bytes += len(data)
             return data
 
-        return await self._call("get_range", attempt)
+        return await self._call("get_range", attempt, length)
 
     async def delete_many(self, keys: Sequence[str]) -> None:
         if not keys:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from zonegate.runtime.histogram import SIZE_BUCKETS_BYTES, Histogram
+from zonegate.runtime.io_class import io_class
 from zonegate.storage.objects import ObjectStore, PackingObjectStore
 from zonegate.wal_s3.wal_format import WalEntryLocation, encode_wal_object
 
@@ -252,9 +253,11 @@ class WalWriter:
         started = self._clock()
         try:
             if self._packer is None:
-                await self._store.put(sealed.key, sealed.data)
+                with io_class("produce"):
+                    await self._store.put(sealed.key, sealed.data)
             else:
-                key = await self._packer.put_packed(self._node_prefix, sealed.data)
+                with io_class("produce"):
+                    key = await self._packer.put_packed(self._node_prefix, sealed.data)
                 sealed.key = key
                 sealed.locations = [
                     WalEntryLocation(key, loc.stream_id, loc.position, loc.length)

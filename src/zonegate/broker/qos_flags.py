@@ -1,0 +1,135 @@
+"""The QoS options of `zonegate node` and `zonegate serve`: the object-store budget and the
+classes' weights and floors (docs/qos.md), parsed into `QosSettings`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from zonegate.broker.startup import StartupError
+from zonegate.qos.admission import QosSettings
+from zonegate.qos.scheduler import DEFAULT_POLICIES, Budget, ClassPolicy, check_policies
+from zonegate.runtime.io_class import IO_CLASSES
+
+# argparse dest -> config file key (broker/config_file.py's KEYS takes these in).
+QOS_KEYS = {
+    "qos_put_bytes_per_s": "zonegate.qos.put.bytes.per.s",
+    "qos_put_requests_per_s": "zonegate.qos.put.requests.per.s",
+    "qos_put_in_flight": "zonegate.qos.put.in.flight",
+    "qos_get_bytes_per_s": "zonegate.qos.get.bytes.per.s",
+    "qos_get_requests_per_s": "zonegate.qos.get.requests.per.s",
+    "qos_get_in_flight": "zonegate.qos.get.in.flight",
+    "qos_weights": "zonegate.qos.weights",
+    "qos_floors": "zonegate.qos.floors",
+    "qos_tail_window_ms": "zonegate.qos.tail.window.ms",
+}
+_DEFAULT_IN_FLIGHT = 64
+
+
+def _non_negative(kind: type[int] | type[float]) -> Any:
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {kind.__name__}, got {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def _per_class(text: str) -> dict[str, float]:
+    """`produce=50,compaction=10`: values for some classes (the others keep theirs)."""
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if not sep or name not in IO_CLASSES:
+            raise argparse.ArgumentTypeError(
+                f"expected CLASS=NUMBER,... with CLASS one of {', '.join(IO_CLASSES)}, got {part!r}"
+            )
+        try:
+            out[name] = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name}: expected a number, got {value!r}") from None
+    return out
+
+
+_per_class.__name__ = "CLASS=NUMBER list"
+
+
+def add_qos_args(p: argparse.ArgumentParser) -> None:
+    for lane, what in (("put", "PUTs (and LISTs and DeleteObjects)"), ("get", "GETs")):
+        p.add_argument(
+            f"--qos-{lane}-bytes-per-s",
+            metavar="BYTES",
+            type=_non_negative(float),
+            default=0.0,
+            help=f"object-store budget of this node's {what} in bytes per second, shared by "
+            "the I/O classes by weight and floor (default 0: no limit)",
+        )
+        p.add_argument(
+            f"--qos-{lane}-requests-per-s",
+            metavar="N",
+            type=_non_negative(float),
+            default=0.0,
+            help=f"object-store budget of this node's {what} in requests per second "
+            "(default 0: no limit)",
+        )
+        p.add_argument(
+            f"--qos-{lane}-in-flight",
+            metavar="N",
+            type=_non_negative(int),
+            default=_DEFAULT_IN_FLIGHT,
+            help=f"most {what} under way at once; the others wait in the scheduler's queues, "
+            f"by class (default {_DEFAULT_IN_FLIGHT}; 0: no limit)",
+        )
+    weights = ",".join(f"{c}={p.weight:g}" for c, p in DEFAULT_POLICIES.items())
+    floors = ",".join(f"{c}={p.floor:g}" for c, p in DEFAULT_POLICIES.items())
+    p.add_argument(
+        "--qos-weights",
+        metavar="CLASS=W,...",
+        type=_per_class,
+        default={},
+        help="each I/O class's weight: classes waiting share the budget in these "
+        f"proportions (default {weights})",
+    )
+    p.add_argument(
+        "--qos-floors",
+        metavar="CLASS=F,...",
+        type=_per_class,
+        default={},
+        help="each I/O class's floor: the least share of the budget it gets while it waits, "
+        f"whatever the weights; at most 1 in all (default {floors})",
+    )
+    p.add_argument(
+        "--qos-tail-window-ms",
+        metavar="MS",
+        type=_non_negative(int),
+        default=60_000,
+        help="a Fetch's object-store read of data appended less than this ago is a tail "
+        "read (class tail_fetch), else a catch-up read (catch_up_fetch) (default 60000)",
+    )
+
+
+def qos_from_args(args: argparse.Namespace) -> QosSettings:
+    policies = {
+        c: ClassPolicy(
+            args.qos_weights.get(c, p.weight),
+            args.qos_floors.get(c, p.floor),
+        )
+        for c, p in DEFAULT_POLICIES.items()
+    }
+    try:
+        check_policies(policies)
+    except ValueError as exc:
+        raise StartupError(f"--qos-weights/--qos-floors: {exc}") from None
+    return QosSettings(
+        put=Budget(args.qos_put_bytes_per_s, args.qos_put_requests_per_s, args.qos_put_in_flight),
+        get=Budget(args.qos_get_bytes_per_s, args.qos_get_requests_per_s, args.qos_get_in_flight),
+        policies=policies,
+    )
