@@ -8,6 +8,7 @@
 - `GroupStore`: consumer groups' state and committed offsets.
 - `GcStore` (storage/index.py, for storage/gc.py): which objects entries still name,
   and object GC's pending list.
+- `QuotaStore`: Kafka's client quotas (AlterClientQuotas), by entity.
 
 Each user names only the protocol it needs; a backend implements all of them
 (`MetaStore`), and every backend runs the same contract suite
@@ -20,7 +21,13 @@ import uuid
 from collections.abc import Sequence
 from typing import Protocol
 
-from zonegate.metastore.models import CommittedOffset, GroupRecord, NodeRecord, TopicInfo
+from zonegate.metastore.models import (
+    CommittedOffset,
+    GroupRecord,
+    NodeRecord,
+    QuotaEntity,
+    TopicInfo,
+)
 from zonegate.storage.index import GcStore, StreamStore
 
 
@@ -120,7 +127,19 @@ class GroupStore(Protocol):
     ) -> None: ...
 
 
-class MetaStore(ClusterStore, StreamStore, ProducerIds, GroupStore, GcStore, Protocol):
+class QuotaStore(Protocol):
+    async def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        """Every entity with a quota set, and its quotas by key."""
+        ...
+
+    async def alter_client_quotas(
+        self, changes: Sequence[tuple[QuotaEntity, dict[str, float | None]]]
+    ) -> None:
+        """Sets (a value) or removes (None) quotas, all in one transaction."""
+        ...
+
+
+class MetaStore(ClusterStore, StreamStore, ProducerIds, GroupStore, GcStore, QuotaStore, Protocol):
     """All of a backend's concerns, and its one connection to close."""
 
     async def close(self) -> None: ...

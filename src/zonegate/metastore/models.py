@@ -6,6 +6,7 @@ commits) are the storage layer's (storage/index.py), which the store keeps.
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass, field
 
@@ -84,3 +85,17 @@ class CommittedOffset:
     leader_epoch: int
     metadata: str
     commit_ms: int
+
+
+# A client quota's entity: (type, name) pairs sorted by type, the type "user" or
+# "client-id", the name None for the default (qos/client_quotas.py).
+QuotaEntity = tuple[tuple[str, str | None], ...]
+
+
+def quota_entity_key(entity: QuotaEntity) -> str:
+    """How the stores keep an entity: one text, the same for the same entity."""
+    return json.dumps([[t, n] for t, n in sorted(entity)], separators=(",", ":"))
+
+
+def quota_entity_from_key(key: str) -> QuotaEntity:
+    return tuple(sorted((str(t), None if n is None else str(n)) for t, n in json.loads(key)))

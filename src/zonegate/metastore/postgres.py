@@ -29,6 +29,7 @@ from zonegate.metastore.cluster_postgres import ClusterTables
 from zonegate.metastore.gc_postgres import GcTables
 from zonegate.metastore.groups_postgres import GroupTables
 from zonegate.metastore.models import MetaStoreError, MetaStoreUnavailable
+from zonegate.metastore.quotas_postgres import QuotaTables
 from zonegate.metastore.streams_postgres import StreamTables
 from zonegate.metastore.tables_postgres import LATEST, MIGRATIONS, Db
 
@@ -58,7 +59,7 @@ _UNAVAILABLE: tuple[type[BaseException], ...] = (
 _AGAIN = (asyncpg.exceptions.DeadlockDetectedError, asyncpg.exceptions.SerializationError)
 
 
-class PostgresMetaStore(ClusterTables, StreamTables, GroupTables, GcTables):
+class PostgresMetaStore(ClusterTables, StreamTables, GroupTables, GcTables, QuotaTables):
     def __init__(self, dsn: str) -> None:
         self._dsn = dsn
         self._pool: asyncpg.Pool | None = None

@@ -32,13 +32,14 @@ from typing import TypeVar
 from zonegate.metastore.cluster_sqlite import ClusterTables
 from zonegate.metastore.gc_sqlite import GcTables
 from zonegate.metastore.groups_sqlite import GroupTables
+from zonegate.metastore.quotas_sqlite import QuotaTables
 from zonegate.metastore.streams_sqlite import StreamTables
 from zonegate.metastore.tables_sqlite import SCHEMA, add_new_columns
 
 T = TypeVar("T")
 
 
-class SqliteMetaStore(ClusterTables, StreamTables, GroupTables, GcTables):
+class SqliteMetaStore(ClusterTables, StreamTables, GroupTables, GcTables, QuotaTables):
     """Every concern's tables (cluster_sqlite, streams_sqlite, groups_sqlite) over one
     file, through the worker's connection and the loop thread's (`SqliteTables`)."""
 

@@ -148,6 +148,19 @@ CREATE TABLE gc_pending (
 );
 """,
     ),
+    (
+        4,
+        # Kafka's client quotas (docs/qos.md): per entity (user, client id, both, or
+        # their defaults, as JSON), each quota key's value.
+        """
+CREATE TABLE client_quotas (
+    entity TEXT COLLATE "C" NOT NULL,
+    name TEXT COLLATE "C" NOT NULL,
+    value DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (entity, name)
+);
+""",
+    ),
 )
 
 LATEST = MIGRATIONS[-1][0]
