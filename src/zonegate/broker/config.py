@@ -53,6 +53,9 @@ class NodeConfig:
     # The object-store scheduler (docs/qos.md).
     qos: QosSettings = field(default_factory=QosSettings)
     qos_tail_window_ms: int = 60_000
+    # Client quotas' rates (Kafka's quota.window.num, quota.window.size.seconds).
+    quota_window_num: int = 11
+    quota_window_size_s: int = 1
 
     @property
     def store_url(self) -> str:

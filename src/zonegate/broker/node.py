@@ -46,6 +46,7 @@ from zonegate.metastore.models import NodeRecord, PartitionInfo, TopicInfo
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.server import KafkaServer, ListenerConfig
 from zonegate.qos.admission import QosScheduler
+from zonegate.qos.client_quotas import QuotaWindow
 from zonegate.router.membership import Membership
 from zonegate.router.placement import place
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
@@ -54,6 +55,7 @@ from zonegate.services.api import Services
 from zonegate.services.catalog import Catalog
 from zonegate.services.cluster import ClusterSettings, NodeCluster
 from zonegate.services.groups import RoutedGroups
+from zonegate.services.quotas import QuotaService
 from zonegate.services.read_path import ReadService
 from zonegate.services.retention import RetentionService
 from zonegate.services.write_path import ProduceService
@@ -211,6 +213,9 @@ class Node:
                 usage_retention_ms=config.usage_retention_days * 86_400_000,
             ),
         )
+        self.quotas = QuotaService(
+            self.meta, clock, QuotaWindow(config.quota_window_num, config.quota_window_size_s)
+        )
         self.produce = ProduceService(
             self.catalog.get, self.catalog.config, self.wal, self.leader, self.meta, clock
         )
@@ -230,6 +235,7 @@ class Node:
             ),
             groups=self.groups,
             accounting=self.accounting,
+            quotas=self.quotas,
         )
         import zonegate.proxy.handlers  # noqa: F401  (handlers register themselves)
 
@@ -417,6 +423,7 @@ class Node:
         await sup.start("object store", None, self.store.close)
         await sup.start("QoS scheduler", None, self.qos.close)
         await sup.start("catalog", self.catalog.load)
+        await sup.start("client quotas", self.quotas.refresh)
         self._rpc_token = await self.meta.cluster_secret("rpc-token")
         self._rpc, rpc_port = await start_leader_server(
             self.local_leader,
@@ -446,6 +453,8 @@ class Node:
         sup.run("group timers", self.coordinator.run_timers)
         sup.every("usage records", self.config.usage_interval_s, self.usage.flush)
         sup.every("catalog refresh", self.config.heartbeat_s / 2, self._refresh)
+        # Quotas another node changed apply here within a second or two.
+        sup.every("client quotas", 2 * self.config.heartbeat_s, self.quotas.refresh)
         sup.every(
             "retention", self.config.retention_check_interval_ms / 1000, self.retention.run_once
         )

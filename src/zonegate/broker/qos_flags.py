@@ -22,6 +22,8 @@ QOS_KEYS = {
     "qos_weights": "zonegate.qos.weights",
     "qos_floors": "zonegate.qos.floors",
     "qos_tail_window_ms": "zonegate.qos.tail.window.ms",
+    "quota_window_num": "quota.window.num",
+    "quota_window_size_seconds": "quota.window.size.seconds",
 }
 _DEFAULT_IN_FLIGHT = 64
 
@@ -114,6 +116,36 @@ def add_qos_args(p: argparse.ArgumentParser) -> None:
         help="a Fetch's object-store read of data appended less than this ago is a tail "
         "read (class tail_fetch), else a catch-up read (catch_up_fetch) (default 60000)",
     )
+
+
+def add_quota_args(p: argparse.ArgumentParser) -> None:
+    """Kafka's settings of client quotas' rates (docs/qos.md)."""
+    p.add_argument(
+        "--quota-window-num",
+        metavar="N",
+        type=_at_least_one,
+        default=11,
+        help="quota.window.num: how many samples a client's rate is measured over, for its "
+        "quotas (default 11, Kafka's)",
+    )
+    p.add_argument(
+        "--quota-window-size-seconds",
+        metavar="S",
+        type=_at_least_one,
+        default=1,
+        help="quota.window.size.seconds: how long each sample of a client's rate lasts "
+        "(default 1, Kafka's)",
+    )
+
+
+def _at_least_one(text: str) -> int:
+    value: int = _non_negative(int)(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+_at_least_one.__name__ = "int"
 
 
 def qos_from_args(args: argparse.Namespace) -> QosSettings:

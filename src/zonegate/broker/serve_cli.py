@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from zonegate.broker.config import NodeConfig
 from zonegate.broker.config_file import layered, resolve
-from zonegate.broker.qos_flags import add_qos_args, qos_from_args
+from zonegate.broker.qos_flags import add_qos_args, add_quota_args, qos_from_args
 from zonegate.broker.startup import StartupError, bind_failure, check_config, check_writable_dir
 from zonegate.metastore.models import MetaStoreError
 
@@ -352,6 +352,7 @@ def _add_node_args(p: argparse.ArgumentParser, *, embedded: bool) -> None:
         "exits at once",
     )
     add_qos_args(p)
+    add_quota_args(p)
     p.add_argument(
         "--config",
         metavar="FILE",
@@ -464,6 +465,8 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         heartbeat_s=_HEARTBEAT_MS / 1000,
         qos=qos_from_args(args),
         qos_tail_window_ms=args.qos_tail_window_ms,
+        quota_window_num=args.quota_window_num,
+        quota_window_size_s=args.quota_window_size_seconds,
     )
 
 

@@ -204,6 +204,7 @@ class EncodedBody:
 
     flexible: bool
     data: bytes
+    throttle_at: int = -1  # where the int32 throttle_time_ms lies in `data` (-1: none)
 
 
 def encode_response(

@@ -6,7 +6,7 @@ services of `services.api` (issue 13, docs/architecture.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -23,6 +23,17 @@ class ClientInfo:
         return f"connection {self.connection_id} from {self.host}:{self.port}"
 
 
+@dataclass(slots=True)
+class Throttle:
+    """How long the client must wait (Kafka's throttle_time_ms): the largest of what its
+    quotas asked. The listener mutes the connection that long after the answer."""
+
+    ms: int = 0
+
+    def at_least(self, ms: int) -> None:
+        self.ms = max(self.ms, ms)
+
+
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     services: Services
@@ -36,3 +47,4 @@ class RequestContext:
     client_id: str | None
     request_bytes: int
     received_at: float = 0.0  # time.perf_counter() when the request was read
+    throttle: Throttle = field(default_factory=Throttle)

@@ -31,6 +31,7 @@ from zonegate.proxy.errors import PeerProtocolError
 from zonegate.proxy.faults import FaultInjector, FrameCapture
 from zonegate.proxy.metrics import RequestMetrics
 from zonegate.proxy.registry import HandlerRegistry
+from zonegate.proxy.throttling import BusyTime, timed, with_throttle
 from zonegate.services.api import ANONYMOUS
 
 if TYPE_CHECKING:
@@ -64,16 +65,22 @@ class KafkaConnection(asyncio.Protocol):
         self._config = config
         self._server = server
         self._decoder = FrameDecoder(config.max_request_bytes)
-        # (correlation id, api key, handler task, context, request) in arrival order
+        # (correlation id, api key, handler task, context, request, its busy time) in
+        # arrival order
         self._pending: collections.deque[
-            tuple[int, int, asyncio.Task[Any], RequestContext | None, Any]
+            tuple[int, int, asyncio.Task[Any], RequestContext | None, Any, BusyTime | None]
         ] = collections.deque()
         self._wakeup = asyncio.Event()
         self._can_write = asyncio.Event()
         self._can_write.set()
         self._transport: asyncio.Transport | None = None
         self._writer: asyncio.Task[None] | None = None
-        self._reading_paused = False
+        # Why reading is paused: "in-flight" (too many requests unanswered), "muted" (a
+        # quota's throttle time, KIP-219), "memory" (the node's queued request bytes).
+        self._paused_for: set[str] = set()
+        self._mute_timer: asyncio.TimerHandle | None = None
+        self._held: collections.deque[bytes] = collections.deque()  # read, not dispatched
+        self._serial = False  # its client is under a quota: one request at a time
         self._closed = False
         self.client = ClientInfo("?", 0, next(_connection_ids))
 
@@ -91,11 +98,14 @@ class KafkaConnection(asyncio.Protocol):
         self._server.connections.discard(self)
         # Nobody will read the answers: stop the work (a long-poll Fetch may wait up
         # to its max_wait_ms, 24 days at most, holding its request).
-        for _, _, task, _, _ in self._pending:
-            task.cancel()
+        for entry in self._pending:
+            entry[2].cancel()
         self._pending.clear()
+        self._held.clear()
         self._wakeup.set()
         self._can_write.set()
+        if self._mute_timer is not None:
+            self._mute_timer.cancel()
 
     def pause_writing(self) -> None:
         self._can_write.clear()
@@ -112,11 +122,23 @@ class KafkaConnection(asyncio.Protocol):
                 self._server.metrics_request_bytes(len(frame) + 4)
                 if self._server.capture.active:
                     self._server.capture.record(frame)
-                self._dispatch(frame)
-                if self._closed:
-                    return
+                self._held.append(frame)
+            self._dispatch_held()
         except PeerProtocolError as exc:
             self.abort(exc.reason)
+
+    def _dispatch_held(self) -> None:
+        """Dispatches the frames read, unless the connection is muted (a quota's throttle
+        time) or serial (its client is under a quota: as Kafka's broker, which reads a
+        connection's next request only once the previous one is answered, so a
+        throttled client cannot have more requests handled meanwhile). Reading pauses
+        while frames wait."""
+        while self._held and not self._closed:
+            if "muted" in self._paused_for or (self._serial and self._pending):
+                self._pause_reading("held")
+                return
+            self._dispatch(self._held.popleft())
+        self._resume_reading("held")
 
     # -- dispatch ---------------------------------------------------------
     def _dispatch(self, frame: bytes) -> None:
@@ -129,7 +151,12 @@ class KafkaConnection(asyncio.Protocol):
                 from zonegate.proxy.handlers.api_versions import unsupported_version_answer
 
                 self._enqueue(
-                    header.correlation_id, header.api_key, unsupported_version_answer(), None, None
+                    header.correlation_id,
+                    header.api_key,
+                    unsupported_version_answer(),
+                    None,
+                    None,
+                    None,
                 )
                 return
             known = self._registry.lookup(header.api_key) is not None
@@ -150,13 +177,9 @@ class KafkaConnection(asyncio.Protocol):
             request_bytes=len(frame) + 4,
             received_at=time.perf_counter(),
         )
-        self._enqueue(
-            header.correlation_id,
-            header.api_key,
-            handler(ctx, request.body),
-            ctx,
-            request.body,
-        )
+        self._serial = self._services.quotas.applies(ctx.principal, header.client_id or "")
+        busy = BusyTime(handler(ctx, request.body))
+        self._enqueue(header.correlation_id, header.api_key, timed(busy), ctx, request.body, busy)
 
     def _enqueue(
         self,
@@ -165,23 +188,45 @@ class KafkaConnection(asyncio.Protocol):
         answer: Any,
         ctx: RequestContext | None,
         body: Any,
+        busy: BusyTime | None,
     ) -> None:
         loop = asyncio.get_running_loop()
         task: asyncio.Task[Any] = loop.create_task(answer)
-        self._pending.append((correlation_id, api_key, task, ctx, body))
+        self._pending.append((correlation_id, api_key, task, ctx, body, busy))
         self._wakeup.set()
         if len(self._pending) >= self._config.max_inflight_per_connection:
-            self._pause_reading()
+            self._pause_reading("in-flight")
 
-    def _pause_reading(self) -> None:
-        if not self._reading_paused and self._transport is not None:
+    def _pause_reading(self, reason: str) -> None:
+        if not self._paused_for and self._transport is not None and not self._closed:
             self._transport.pause_reading()
-            self._reading_paused = True
+        self._paused_for.add(reason)
 
-    def _resume_reading(self) -> None:
-        if self._reading_paused and self._transport is not None and not self._closed:
+    def _resume_reading(self, reason: str) -> None:
+        if reason not in self._paused_for:
+            return
+        self._paused_for.discard(reason)
+        if not self._paused_for and self._transport is not None and not self._closed:
             self._transport.resume_reading()
-            self._reading_paused = False
+
+    def _mute(self, ms: int) -> None:
+        """Reads nothing more from this client for `ms` (KIP-219's muted channel)."""
+        if self._mute_timer is not None:
+            self._mute_timer.cancel()
+        self._pause_reading("muted")
+        loop = asyncio.get_running_loop()
+        self._mute_timer = loop.call_later(ms / 1000.0, self._unmute)
+
+    def _unmute(self) -> None:
+        self._mute_timer = None
+        self._paused_for.discard("muted")
+        self._dispatch_held()
+        if not self._paused_for and self._transport is not None and not self._closed:
+            self._transport.resume_reading()
+
+    @property
+    def reading_paused(self) -> bool:
+        return bool(self._paused_for)
 
     async def _write_loop(self) -> None:
         while True:
@@ -190,7 +235,7 @@ class KafkaConnection(asyncio.Protocol):
                     return
                 self._wakeup.clear()
                 await self._wakeup.wait()
-            correlation_id, api_key, task, ctx, body = self._pending[0]
+            correlation_id, api_key, task, ctx, body, busy = self._pending[0]
             try:
                 response: ResponsePayload | None = await task
             except asyncio.CancelledError:
@@ -206,6 +251,8 @@ class KafkaConnection(asyncio.Protocol):
             if self._closed:
                 return  # aborted while the handler ran: `_pending` is cleared
             self._pending.popleft()
+            if ctx is not None:
+                response = self._throttled(ctx, busy, response)
             if self._server.faults.take(api_key, "drop_response"):
                 self.abort(f"test fault: dropping the answer to api_key={api_key}")
                 return
@@ -224,10 +271,27 @@ class KafkaConnection(asyncio.Protocol):
                 self._server.metrics_response_bytes(len(frame))
                 assert self._transport is not None
                 self._transport.write(frame)
-                if not self._can_write.is_set():
-                    await self._can_write.wait()
+            if ctx is not None and ctx.throttle.ms > 0:
+                self._mute(ctx.throttle.ms)
+            if response is not None and not self._can_write.is_set():
+                await self._can_write.wait()
             if len(self._pending) < self._config.max_inflight_per_connection // 2:
-                self._resume_reading()
+                self._resume_reading("in-flight")
+            if self._held:
+                self._dispatch_held()
+
+    def _throttled(self, ctx: RequestContext, busy: BusyTime | None, response: Any) -> Any:
+        """Adds the request quota's throttle time to the handler's, and writes the
+        largest into the answer."""
+        if busy is not None:
+            ctx.throttle.at_least(
+                self._services.quotas.record_request_time(
+                    ctx.principal, ctx.client_id or "", busy.seconds
+                )
+            )
+        if ctx.throttle.ms > 0 and response is not None:
+            return with_throttle(response, ctx.throttle.ms)
+        return response
 
     def _internal_error(self, api_key: int, ctx: RequestContext | None, stage: str) -> None:
         """Our own fault (a handler raised, or its answer would not encode): logged at
@@ -254,10 +318,13 @@ class KafkaConnection(asyncio.Protocol):
             reason,
         )
         self._closed = True
-        for _, _, task, _, _ in self._pending:
-            task.cancel()
+        for entry in self._pending:
+            entry[2].cancel()
         self._pending.clear()
+        self._held.clear()
         self._wakeup.set()
+        if self._mute_timer is not None:
+            self._mute_timer.cancel()
         if self._transport is not None:
             self._transport.close()
 
@@ -313,7 +380,7 @@ class KafkaServer:
     async def drain(self, timeout_s: float) -> None:
         """Stops reading, answers what was read (within the deadline), then closes."""
         for conn in list(self.connections):
-            conn._pause_reading()
+            conn._pause_reading("draining")
         try:
             await asyncio.wait_for(
                 asyncio.gather(*(c.drain() for c in list(self.connections))), timeout_s

@@ -12,6 +12,8 @@ services are:
 - `ReadPath`: fetch, offsets by time, leader-epoch ends.
 - `Groups`: consumer groups and committed offsets, on whichever node
   coordinates each group.
+- `ClientQuotas`: Kafka's client quotas: AlterClientQuotas and
+  DescribeClientQuotas, and each client's throttle time (services/quotas.py).
 
 `Services` bundles them; the request context carries it (proxy/context.py).
 The value types handlers pass are defined where their owners are and named
@@ -40,10 +42,12 @@ from zonegate.metastore.models import (
     CommittedOffset,
     NodeRecord,
     PartitionInfo,
+    QuotaEntity,
     TopicExists,
     TopicInfo,
 )
 from zonegate.services.catalog import InvalidTopic, check_topic_name
+from zonegate.services.quotas import QuotaChange, QuotaFilter, QuotaRequestError
 from zonegate.services.topic_configs import (
     BROKER_DEFAULT_NAMES,
     TOPIC_CONFIGS,
@@ -63,6 +67,7 @@ __all__ = [
     "Accounting",
     "ClassicGroupDescription",
     "ClassicMemberDescription",
+    "ClientQuotas",
     "Cluster",
     "CommittedOffset",
     "ConsumerGroupDescription",
@@ -82,6 +87,10 @@ __all__ = [
     "OffsetAnswer",
     "OffsetToCommit",
     "PartitionInfo",
+    "QuotaChange",
+    "QuotaEntity",
+    "QuotaFilter",
+    "QuotaRequestError",
     "ProducePartition",
     "ProducedPartition",
     "ReadPath",
@@ -375,6 +384,44 @@ class Groups(Protocol):
         ...
 
 
+class ClientQuotas(Protocol):
+    async def describe(
+        self, filters: Sequence[QuotaFilter], strict: bool
+    ) -> list[tuple[QuotaEntity, dict[str, float]]]:
+        """The entities (and their quotas) the filter matches; QuotaRequestError."""
+        ...
+
+    async def alter(
+        self,
+        entries: Sequence[tuple[Sequence[tuple[str, str | None]], Sequence[QuotaChange]]],
+        validate_only: bool,
+    ) -> list[tuple[ErrorCode, str | None]]:
+        """Each entry's error (or none), the valid ones applied in one transaction."""
+        ...
+
+    def applies(self, principal: str, client_id: str) -> bool:
+        """Whether any quota applies to the client."""
+        ...
+
+    def record_produce(self, principal: str, client_id: str, nbytes: int) -> int:
+        """Throttle time in ms (producer_byte_rate)."""
+        ...
+
+    def record_fetch(self, principal: str, client_id: str, nbytes: int) -> int:
+        """Throttle time in ms (consumer_byte_rate); when > 0 the answer goes out empty."""
+        ...
+
+    def record_request_time(self, principal: str, client_id: str, seconds: float) -> int:
+        """Throttle time in ms (request_percentage)."""
+        ...
+
+    def take_mutations(self, principal: str, client_id: str, partitions: int, strict: bool) -> int:
+        """-1: refused (THROTTLING_QUOTA_EXCEEDED), else throttle time in ms."""
+        ...
+
+    def mutation_throttle_ms(self, principal: str, client_id: str) -> int: ...
+
+
 @dataclass(frozen=True)
 class Services:
     cluster: Cluster
@@ -383,3 +430,4 @@ class Services:
     fetch: ReadPath
     groups: Groups
     accounting: Accounting
+    quotas: ClientQuotas

@@ -1,6 +1,7 @@
 """One module per Kafka API; importing this package registers them all."""
 
 from zonegate.proxy.handlers import (  # noqa: F401
+    alter_client_quotas,
     alter_configs,
     api_versions,
     consumer_group_describe,
@@ -10,6 +11,7 @@ from zonegate.proxy.handlers import (  # noqa: F401
     delete_groups,
     delete_records,
     delete_topics,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,

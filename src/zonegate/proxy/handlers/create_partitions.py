@@ -1,4 +1,7 @@
-"""CreatePartitions (key 37), v0-3: raise a topic's partition count (never lower it)."""
+"""CreatePartitions (key 37), v0-3: raise a topic's partition count (never lower it).
+
+The partitions added count against the client's controller_mutation_rate quota.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from zonegate.proxy.context import RequestContext
-from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.handlers.common import NO_THROTTLE, THROTTLED, cls, mutation_allowed
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
 
@@ -20,9 +23,16 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     for t in request.topics:
         code, message = ErrorCode.none, None
         try:
+            topic = ctx.services.topics.get(t.name)
+            more = t.count - len(topic.partitions) if topic is not None else 0
+            if more > 0 and not request.validate_only:
+                if not mutation_allowed(ctx, more, strict_since=3):
+                    raise _Throttled(THROTTLED)
             await ctx.services.topics.add_partitions(
                 t.name, t.count, validate_only=request.validate_only
             )
+        except _Throttled as exc:
+            code, message = ErrorCode.throttling_quota_exceeded, str(exc)
         except LookupError as exc:
             code, message = ErrorCode.unknown_topic_or_partition, str(exc)
         except ValueError as exc:
@@ -38,3 +48,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return make(
         cls(ctx, "CreatePartitionsResponse"), throttle_time=NO_THROTTLE, results=tuple(results)
     )
+
+
+class _Throttled(Exception):
+    pass

@@ -4,7 +4,8 @@ Any replication factor of at least 1 (or -1, the default) is accepted: every
 partition's data lives in the object store, whose own replication is what
 keeps it, so the factor asks for nothing we would not do anyway. Manual
 replica assignments are accepted for their partition count only. Unknown
-topic configs and bad values get INVALID_CONFIG naming the config.
+topic configs and bad values get INVALID_CONFIG naming the config. Each
+partition counts against the client's controller_mutation_rate quota.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from zonegate.proxy.context import RequestContext
-from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.handlers.common import NO_THROTTLE, THROTTLED, cls, mutation_allowed
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
 from zonegate.services.api import (
@@ -60,6 +61,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             if topics.get(t.name) is not None:
                 raise _Fail(ErrorCode.topic_already_exists, f"topic {t.name!r} already exists")
             if not getattr(request, "validate_only", False):
+                if not mutation_allowed(ctx, partitions, strict_since=6):
+                    raise _Fail(ErrorCode.throttling_quota_exceeded, THROTTLED)
                 info = await topics.create(t.name, partitions, configs)
         except _Fail as exc:
             code, message = exc.code, exc.message

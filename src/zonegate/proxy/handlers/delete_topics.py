@@ -1,7 +1,8 @@
 """DeleteTopics (key 20), v0-6: by name, or by topic id from v6.
 
 Deletion drops the topic's index entries and bumps its partitions' leader
-epochs in one transaction; the data objects are reclaimed by object GC.
+epochs in one transaction; the data objects are reclaimed by object GC. The
+partitions deleted count against the client's controller_mutation_rate quota.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from zonegate.proxy.context import RequestContext
-from zonegate.proxy.handlers.common import NO_THROTTLE, cls
+from zonegate.proxy.handlers.common import NO_THROTTLE, THROTTLED, cls, mutation_allowed
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
 
@@ -36,6 +37,18 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             missing = ErrorCode.unknown_topic_id
         else:
             missing = ErrorCode.unknown_topic_or_partition
+        known = topics.get(name) if name is not None else None
+        if known is not None and not mutation_allowed(ctx, len(known.partitions), strict_since=5):
+            results.append(
+                make(
+                    result_cls,
+                    name=name,
+                    topic_id=known.topic_id,
+                    error_code=ErrorCode.throttling_quota_exceeded,
+                    error_message=THROTTLED,
+                )
+            )
+            continue
         deleted = await topics.delete(name) if name is not None else None
         results.append(
             make(

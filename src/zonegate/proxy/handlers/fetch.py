@@ -4,7 +4,8 @@ Limits are Kafka's: `max_bytes` for the answer and `partition_max_bytes` per
 partition, but the first batch of the answer is always returned whole so that
 a consumer can make progress; long polls wait up to `max_wait_ms` for
 `min_bytes`. Fetch sessions (KIP-227) are not kept: every answer has session
-id 0, which clients take as "send full requests".
+id 0, which clients take as "send full requests". A consumer over its
+consumer_byte_rate quota gets an empty answer and a throttle time, as Kafka's.
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         min_bytes=request.min_bytes,
         max_wait_s=request.max_wait.total_seconds(),
     )
+    size = sum(len(p.records) for p in parts)
+    throttle = ctx.services.quotas.record_fetch(ctx.principal, ctx.client_id or "", size)
+    if throttle > 0:
+        # Over consumer_byte_rate: as Kafka, an empty answer with the throttle time;
+        # the consumer asks again from the same offsets once it has waited.
+        ctx.throttle.at_least(throttle)
+        parts = []
     return _answer(ctx, parts)
 
 

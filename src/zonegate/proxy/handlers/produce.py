@@ -27,6 +27,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         for pd in topic_data.partition_data
     ]
     answers = await ctx.services.produce.produce(parts, client=ctx.client.describe())
+    # Kafka records the whole request's size against producer_byte_rate, after the
+    # append; an acks=0 producer over its quota is muted without an answer.
+    ctx.throttle.at_least(
+        ctx.services.quotas.record_produce(ctx.principal, ctx.client_id or "", ctx.request_bytes)
+    )
     if request.acks == 0:
         return None
     return _encode_answer(ctx.api_version, answers)
@@ -72,8 +77,8 @@ def _string(value: str | None, flexible: bool) -> bytes:
 def _encode_answer(version: int, answers: list[ProducedPartition]) -> EncodedBody:
     """ProduceResponse v3-11, encoded by hand: the same bytes kio writes for the same
     answer (tests/proxy/test_produce_answer.py checks every version), at a fraction
-    of the CPU. No throttling, and the v10+ tagged fields (current leader, node
-    endpoints) left out, as kio leaves out defaults."""
+    of the CPU. The v10+ tagged fields (current leader, node endpoints) are left
+    out, as kio leaves out defaults; the throttle time's place is remembered."""
     flexible = version >= 9
     by_topic: dict[str, list[ProducedPartition]] = {}
     for a in answers:
@@ -100,7 +105,8 @@ def _encode_answer(version: int, answers: list[ProducedPartition]) -> EncodedBod
                 out.append(b"\x00")  # partition: no tagged fields
         if flexible:
             out.append(b"\x00")  # topic: no tagged fields
-    out.append(_I32.pack(0))  # throttle_time_ms
+    throttle_at = sum(len(b) for b in out)
+    out.append(_I32.pack(0))  # throttle_time_ms: the listener writes it (proxy/throttling.py)
     if flexible:
         out.append(b"\x00")  # response: no tagged fields
-    return EncodedBody(flexible, b"".join(out))
+    return EncodedBody(flexible, b"".join(out), throttle_at)

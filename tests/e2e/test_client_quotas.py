@@ -1,0 +1,317 @@
+"""Kafka's client quotas with real clients: AlterClientQuotas / DescribeClientQuotas
+through kafka-python (its protocol classes: neither kafka-python 3.0 nor confluent-kafka
+2.16 has an admin method for them), kept across a restart; a producer and a consumer
+held to 1 MB/s by their quotas, seeing the throttle time in librdkafka's statistics,
+while another client on the same node keeps its latency."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from kafka.admin import KafkaAdminClient
+from kafka.protocol.admin.client_quotas import (
+    AlterClientQuotasRequest,
+    DescribeClientQuotasRequest,
+)
+
+from tests.e2e.conftest import InProcessFactory
+from tests.inprocess import start_inprocess_node
+
+pytestmark = pytest.mark.e2e
+
+MB = 1_000_000
+RATE = 1_000_000  # bytes/s: "1 MB/s"
+RUN_S = 30.0
+# Kafka's windowed rate lets a new client's first quota window (quota.window.num - 1
+# windows of quota.window.size.seconds: 10 s at the quota) through at once, then holds
+# it to the quota: the rate is measured after that first window, over RUN_S.
+WARM_UP_S = 12.0
+
+
+class Admin:
+    def __init__(self, bootstrap: str) -> None:
+        self._admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+
+    def _send(self, request: Any) -> Any:
+        return self._admin._manager.run(self._admin._manager.send, request)
+
+    def alter(
+        self,
+        entity: list[tuple[str, str | None]],
+        ops: list[tuple[str, float, bool]],
+        validate_only: bool = False,
+    ) -> tuple[int, str | None]:
+        e = AlterClientQuotasRequest.EntryData
+        request = AlterClientQuotasRequest(
+            entries=[
+                e(
+                    entity=[e.EntityData(entity_type=t, entity_name=n) for t, n in entity],
+                    ops=[e.OpData(key=k, value=v, remove=r) for k, v, r in ops],
+                )
+            ],
+            validate_only=validate_only,
+        )
+        (entry,) = self._send(request).entries
+        return entry.error_code, entry.error_message
+
+    def describe(
+        self, components: list[tuple[str, int, str | None]], strict: bool = False
+    ) -> dict[tuple[tuple[str, str | None], ...], dict[str, float]]:
+        c = DescribeClientQuotasRequest.ComponentData
+        request = DescribeClientQuotasRequest(
+            components=[c(entity_type=t, match_type=m, match=s) for t, m, s in components],
+            strict=strict,
+        )
+        response = self._send(request)
+        assert response.error_code == 0, response.error_message
+        return {
+            tuple(sorted((x.entity_type, x.entity_name) for x in entry.entity)): {
+                v.key: v.value for v in entry.values
+            }
+            for entry in response.entries
+        }
+
+    def close(self) -> None:
+        self._admin.close()
+
+
+@pytest.fixture
+def admin_of() -> Iterator[Any]:
+    admins: list[Admin] = []
+
+    def make(bootstrap: str) -> Admin:
+        a = Admin(bootstrap)
+        admins.append(a)
+        return a
+
+    yield make
+    for a in admins:
+        a.close()
+
+
+def test_quotas_round_trip_through_kafka_python_and_survive_a_restart(
+    tmp_path: Path, admin_of: Any
+) -> None:
+    node = start_inprocess_node(tmp_path / "data", ["--zones", "z"])
+    try:
+        admin = admin_of(node.bootstrap)
+        assert admin.alter([("user", "alice"), ("client-id", "app")], [
+            ("producer_byte_rate", 1_048_576, False),
+            ("request_percentage", 25.5, False),
+        ]) == (0, None)  # fmt: skip
+        assert admin.alter([("client-id", None)], [("consumer_byte_rate", 2e6, False)]) == (0, None)
+        assert admin.alter([("user", None)], [("controller_mutation_rate", 10, False)]) == (0, None)
+        # Refused as Kafka refuses them, naming the key or the entity.
+        code, message = admin.alter([("client-id", "app")], [("fetch.max.bytes", 5, False)])
+        assert (code, message) == (42, "Invalid configuration key fetch.max.bytes")
+        code, message = admin.alter([("client-id", "app")], [("producer_byte_rate", -1, False)])
+        assert (code, message) == (42, "Quota producer_byte_rate must be greater than 0")
+        code, message = admin.alter([("group", "g")], [("producer_byte_rate", 5, False)])
+        assert (code, message) == (42, "Unhandled client quota entity type: group")
+        # validate_only changes nothing.
+        assert admin.alter([("user", "bob")], [("producer_byte_rate", 5, False)], True)[0] == 0
+        everything = admin.describe([])
+        assert everything == {
+            (("client-id", "app"), ("user", "alice")): {
+                "producer_byte_rate": 1_048_576.0,
+                "request_percentage": 25.5,
+            },
+            (("client-id", None),): {"consumer_byte_rate": 2e6},
+            (("user", None),): {"controller_mutation_rate": 10.0},
+        }
+        assert set(admin.describe([("user", 0, "alice")])) == {
+            (("client-id", "app"), ("user", "alice"))
+        }
+        assert set(admin.describe([("user", 0, "alice")], strict=True)) == set()
+        assert set(admin.describe([("client-id", 1, None)], strict=True)) == {
+            (("client-id", None),)
+        }
+        assert set(admin.describe([("user", 2, None)])) == {
+            (("client-id", "app"), ("user", "alice")),
+            (("user", None),),
+        }
+        # Removing a key; removing the last key of an entity removes the entity.
+        assert admin.alter([("user", None)], [("controller_mutation_rate", 0, True)]) == (0, None)
+    finally:
+        node.stop()
+    again = start_inprocess_node(tmp_path / "data", ["--zones", "z"])
+    try:
+        admin = admin_of(again.bootstrap)
+        assert admin.describe([]) == {
+            (("client-id", "app"), ("user", "alice")): {
+                "producer_byte_rate": 1_048_576.0,
+                "request_percentage": 25.5,
+            },
+            (("client-id", None),): {"consumer_byte_rate": 2e6},
+        }
+    finally:
+        again.stop()
+
+
+class Throttles:
+    """librdkafka's statistics: the throttle times its brokers answered with."""
+
+    def __init__(self) -> None:
+        self.most_ms = 0
+        self.count = 0
+
+    def __call__(self, stats_json: str) -> None:
+        for broker in json.loads(stats_json).get("brokers", {}).values():
+            throttle = broker.get("throttle", {})
+            self.most_ms = max(self.most_ms, int(throttle.get("max", 0)))
+            self.count += int(throttle.get("cnt", 0))
+
+
+def _setter(event: threading.Event) -> Any:
+    return lambda err, msg: event.set()
+
+
+class LatencyProbe(threading.Thread):
+    """Another client on the same node: one small message every 50 ms, acks waited."""
+
+    def __init__(self, bootstrap: str) -> None:
+        super().__init__(daemon=True)
+        self._producer = Producer(
+            {"bootstrap.servers": bootstrap, "client.id": "probe", "linger.ms": 0}
+        )
+        self.latencies: list[float] = []
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            sent = time.monotonic()
+            done = threading.Event()
+            self._producer.produce("probe", b"x" * 100, on_delivery=_setter(done))
+            while not done.is_set():
+                self._producer.poll(0.01)
+            self.latencies.append(time.monotonic() - sent)
+            self._halt.wait(0.05)
+
+    def p99_ms(self) -> float:
+        ordered = sorted(self.latencies)
+        return 1000 * ordered[int(0.99 * (len(ordered) - 1))]
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(10)
+
+
+def _report(who: str, rate: float, s: float, t: Throttles, p99: float, alone: float) -> None:
+    print(
+        f"{who}: {rate / MB:.3f} MB/s over {s:.1f} s; throttle max {t.most_ms} ms ({t.count}); "
+        f"other client's p99 {p99:.1f} ms (before: {alone:.1f} ms)"
+    )
+
+
+def _probe_baseline(bootstrap: str) -> float:
+    probe = LatencyProbe(bootstrap)
+    probe.start()
+    time.sleep(5)
+    probe.stop()
+    return probe.p99_ms()
+
+
+def test_a_producer_is_held_to_its_producer_byte_rate(
+    inprocess_factory: InProcessFactory, admin_of: Any
+) -> None:
+    node = inprocess_factory(["--zones", "z"])
+    admin = admin_of(node.bootstrap)
+    assert admin.alter([("client-id", "bulk")], [("producer_byte_rate", RATE, False)])[0] == 0
+    baseline = _probe_baseline(node.bootstrap)
+    throttles = Throttles()
+    producer = Producer(
+        {
+            "bootstrap.servers": node.bootstrap,
+            "client.id": "bulk",
+            "linger.ms": 5,
+            "statistics.interval.ms": 1000,
+            "stats_cb": throttles,
+        }
+    )
+    delivered = [0]
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        if err is None:
+            delivered[0] += len(msg.value())
+
+    probe = LatencyProbe(node.bootstrap)
+    probe.start()
+    payload = b"p" * 10_000
+    began = time.monotonic()
+    start, before = began + WARM_UP_S, 0
+    while time.monotonic() - start < RUN_S:
+        if not before and time.monotonic() >= start:
+            before = delivered[0] or 1
+        try:
+            producer.produce("bulk", payload, on_delivery=on_delivery)
+        except BufferError:
+            producer.poll(0.05)
+        producer.poll(0)
+    elapsed = time.monotonic() - start
+    got = delivered[0] - before
+    producer.purge()
+    producer.flush(10)
+    probe.stop()
+    rate = got / elapsed
+    _report("producer", rate, elapsed, throttles, probe.p99_ms(), baseline)
+    assert 0.9 * RATE <= rate <= 1.1 * RATE
+    assert throttles.count > 0 and throttles.most_ms > 0
+    assert probe.p99_ms() <= 2 * baseline + 250
+
+
+def test_a_consumer_is_held_to_its_consumer_byte_rate(
+    inprocess_factory: InProcessFactory, admin_of: Any
+) -> None:
+    node = inprocess_factory(["--zones", "z"])
+    fill = Producer({"bootstrap.servers": node.bootstrap, "linger.ms": 20})
+    for _ in range(5_000):  # 50 MB: more than 30 s at the quota can read
+        while True:
+            try:
+                fill.produce("history", b"h" * 10_000)
+                break
+            except BufferError:
+                fill.poll(0.05)
+    assert fill.flush(120) == 0
+    admin = admin_of(node.bootstrap)
+    assert admin.alter([("client-id", "reader")], [("consumer_byte_rate", RATE, False)])[0] == 0
+    baseline = _probe_baseline(node.bootstrap)
+    throttles = Throttles()
+    consumer = Consumer(
+        {
+            "bootstrap.servers": node.bootstrap,
+            "client.id": "reader",
+            "group.id": "readers",
+            "auto.offset.reset": "earliest",
+            # What the application reads is what was fetched within ~1 MB: librdkafka's
+            # prefetch queue (64 MB by default) would hold the first window's burst.
+            "queued.max.messages.kbytes": 1024,
+            "statistics.interval.ms": 1000,
+            "stats_cb": throttles,
+        }
+    )
+    consumer.subscribe(["history"])
+    while (m := consumer.poll(30)) is None or m.error() is not None:
+        pass  # the group is joined and the first record is here: start the clock
+    probe = LatencyProbe(node.bootstrap)
+    probe.start()
+    got = 0
+    start = time.monotonic() + WARM_UP_S
+    while time.monotonic() - start < RUN_S:
+        m = consumer.poll(0.2)
+        if m is not None and m.error() is None and time.monotonic() >= start:
+            got += len(m.value())
+    elapsed = time.monotonic() - start
+    consumer.close()
+    probe.stop()
+    rate = got / elapsed
+    _report("consumer", rate, elapsed, throttles, probe.p99_ms(), baseline)
+    assert 0.9 * RATE <= rate <= 1.1 * RATE
+    assert throttles.count > 0 and throttles.most_ms > 0
+    assert probe.p99_ms() <= 2 * baseline + 250
