@@ -261,6 +261,12 @@ def _storage_metrics(node: Node, node_id: str) -> Iterator[CounterMetricFamily |
             GaugeMetricFamily,
         ),
         (
+            "zonegate_compaction_passes",
+            "Compaction passes finished (the backlog figures are as of the last)",
+            comp.passes,
+            CounterMetricFamily,
+        ),
+        (
             "zonegate_compaction_bytes",
             "Bytes rewritten from WAL objects into stream objects",
             comp.bytes_compacted,
