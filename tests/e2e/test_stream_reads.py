@@ -1,6 +1,7 @@
 """Real clients read a partition whose older part was rewritten into stream objects (issue 15).
 
-A node in the test's process; confluent-kafka produces about 20 MiB to one
+A node in the test's process, on the local store and on moto's S3 server;
+confluent-kafka produces about 20 MiB to one
 partition in small batches. The test then does by hand what the compactor
 does: takes the partition's tail from its leader, reads its bytes with the
 node's reader, builds stream objects (16 MiB and a bit, then the rest but the
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,6 +26,7 @@ from tests.e2e import clients
 from tests.e2e.conftest import InProcessFactory
 from tests.e2e.records_fixture import SampleRecord
 from tests.inprocess import InProcessNode
+from tests.s3_server import FAKE_AWS_ENV, MotoS3Server
 from zonegate.broker.node import Node
 from zonegate.records.batch import iter_batches
 from zonegate.runtime.io_class import io_class
@@ -172,10 +175,26 @@ def _max_timestamp(bootstrap: str) -> Any:
     return admin.list_offsets({tp: OffsetSpec.max_timestamp()})[tp].result(30)
 
 
+@pytest.fixture(scope="module")
+def moto() -> Iterator[MotoS3Server]:
+    with MotoS3Server(default_bucket="zonegate-e2e") as server:
+        yield server
+
+
+@pytest.mark.parametrize("store", ["file", "s3"])
 def test_clients_read_stream_objects_and_the_wal_tail(
     inprocess_factory: InProcessFactory,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    store: str,
 ) -> None:
-    node = inprocess_factory(["--zones", "zone-a"])
+    args = ["--zones", "zone-a"]
+    if store == "s3":
+        moto: MotoS3Server = request.getfixturevalue("moto")
+        for name, value in FAKE_AWS_ENV.items():
+            monkeypatch.setenv(name, value)
+        args += ["--object-store", "s3://zonegate-e2e/streams", "--s3-endpoint", moto.endpoint_url]
+    node = inprocess_factory(args)
     recs = _records()
     clients.ck_create_topic(node.bootstrap, TOPIC, 1)
     acked = clients.ck_produce(
