@@ -4,6 +4,7 @@ catch-up reader fetching 1 MiB at a time takes at most one GET per 8 MiB."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from tests.storage.fakes import run
 from zonegate.records.batch import iter_batches
 from zonegate.records.build import build_batch
 from zonegate.runtime.io_class import io_class
-from zonegate.storage.block_cache import BLOCK_BYTES, BlockCache
+from zonegate.storage.block_cache import BLOCK_BYTES, BlockCache, blocks_of
 from zonegate.storage.index import IndexEntry
 from zonegate.storage.instrumented import InstrumentedObjectStore
 from zonegate.storage.log_cache import LogCache
@@ -71,10 +72,10 @@ def test_blocks_are_evicted_oldest_first_within_the_byte_bound() -> None:
     assert ("k", 1) not in cache and ("k", 0) in cache and cache.size_bytes == 300
     assert cache.get("k", 1) is None
     assert (cache.hits, cache.misses) == (1, 1)
-    blocks = cache.put_range("other", 200, b"a" * 150)  # a short last block: the object's end
+    blocks = blocks_of(200, b"a" * 150, 100)  # a short last block: the object's end
     assert {n: len(b) for n, b in blocks.items()} == {2: 100, 3: 50}
     with pytest.raises(ValueError):
-        cache.put_range("other", 150, b"x")
+        blocks_of(150, b"x", 100)
     BlockCache(0).put("k", 0, b"x")  # a cache of no bytes holds nothing, and says nothing
 
 
@@ -176,6 +177,35 @@ def test_a_read_that_would_exceed_its_get_budget_stops_before_the_miss(tmp_path:
         # A tiny cache still answers the read it was made for, from the GET itself.
         small = StreamReader(store, LogCache(0), block_cache=BlockCache(BLOCK_BYTES // 2))
         assert b"".join(await small.read(entries)) == b"".join(o.data for o in objects)
+        await store.close()
+
+    run(body())
+
+
+@pytest.mark.unit
+def test_readers_missing_the_same_blocks_at_once_share_one_get(tmp_path: Path) -> None:
+    """Two consumers at the same place of a partition (or a consumer whose client went
+    away mid-read) cost one GET, and its blocks are cached whoever waits for them."""
+    obj = _stream_object(0, 30)
+    store = _local(tmp_path)
+    reader = StreamReader(store, LogCache(0), block_cache=BlockCache(64 * MiB))
+    chunk = obj.entries[1]
+    want = obj.data[chunk.position : chunk.position + chunk.length]
+
+    async def body() -> None:
+        await store.put(obj.key, obj.data)
+        (a, gets_a), (b, gets_b) = await asyncio.gather(
+            reader.read_prefix([chunk], 16, fetch=True),
+            reader.read_prefix([chunk], 16, fetch=True),
+        )
+        assert a == b == [want] and sorted([gets_a, gets_b]) == [0, 1]
+        assert _catch_up_gets(store) == 1
+        reader.block_cache.clear()
+        gone = asyncio.ensure_future(reader.read([chunk], fetch=True))
+        await asyncio.sleep(0)  # it planned and started its GET
+        gone.cancel()
+        assert await reader.read([chunk], fetch=True) == [want]
+        assert _catch_up_gets(store) == 2 and len(reader.block_cache) > 1
         await store.close()
 
     run(body())

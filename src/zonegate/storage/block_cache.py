@@ -56,17 +56,9 @@ class BlockCache:
             _, evicted = self._blocks.popitem(last=False)
             self._bytes -= len(evicted)
 
-    def put_range(self, key: str, start: int, data: bytes) -> dict[int, bytes]:
-        """Splits `data`, the object's bytes from `start` (a block boundary), into blocks,
-        puts each, and returns them by block number."""
-        size = self.block_bytes
-        if start % size:
-            raise ValueError(f"a range of blocks starts at a block boundary, not at {start}")
-        first = start // size
-        blocks = {first + i: data[i * size : (i + 1) * size] for i in range(-(-len(data) // size))}
+    def put_blocks(self, key: str, blocks: dict[int, bytes]) -> None:
         for number, block in blocks.items():
             self.put(key, number, block)
-        return blocks
 
     def clear(self) -> None:
         self._blocks.clear()
@@ -78,3 +70,14 @@ class BlockCache:
 
     def __len__(self) -> int:
         return len(self._blocks)
+
+
+def blocks_of(start: int, data: bytes, block_bytes: int = BLOCK_BYTES) -> dict[int, bytes]:
+    """`data`, an object's bytes from `start` (a block boundary), as blocks by number."""
+    if start % block_bytes:
+        raise ValueError(f"a range of blocks starts at a block boundary, not at {start}")
+    first = start // block_bytes
+    return {
+        first + i: data[i * block_bytes : (i + 1) * block_bytes]
+        for i in range(-(-len(data) // block_bytes))
+    }

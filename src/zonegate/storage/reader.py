@@ -31,7 +31,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from zonegate.runtime.io_class import io_class
-from zonegate.storage.block_cache import READAHEAD_BYTES, BlockCache
+from zonegate.storage.block_cache import READAHEAD_BYTES, BlockCache, blocks_of
 from zonegate.storage.index import IndexEntry
 from zonegate.storage.log_cache import LogCache
 from zonegate.storage.objects import ObjectStore
@@ -66,7 +66,25 @@ class _Range:
     start: int
     end: int
     entries: list[int] = field(default_factory=list)
-    blocks: bool = False  # a stream object's blocks, for the block cache
+
+
+@dataclass(slots=True)
+class _Load:
+    """A GET of a stream object's blocks start..end, in flight or done: every read that
+    needs one of its blocks meanwhile waits for it instead of a GET of its own. A task
+    of its own, so a reader that goes away (its client did) does not cancel it for the
+    others, and its blocks reach the cache all the same."""
+
+    key: str
+    start: int
+    end: int
+    task: asyncio.Task[bytes]
+    _blocks: dict[int, bytes] | None = None
+
+    def blocks(self, block_bytes: int) -> dict[int, bytes]:
+        if self._blocks is None:
+            self._blocks = blocks_of(self.start, self.task.result(), block_bytes)
+        return self._blocks
 
 
 class StreamReader:
@@ -86,6 +104,7 @@ class StreamReader:
         self._readahead = readahead_bytes
         self._gap = coalesce_gap
         self._in_flight = asyncio.Semaphore(max_gets_in_flight)
+        self._loading: dict[tuple[str, int], _Load] = {}  # (key, block) -> its GET
         self.gets = 0
         self.gets_per_fetch = GetsPerFetch()
 
@@ -104,17 +123,19 @@ class StreamReader:
         out: list[bytes | None] = []
         ranges: dict[str, list[_Range]] = {}
         planned: list[_Range] = []
+        gets = 0
         # Blocks of stream objects this read uses, held from the cache when planned (so
-        # that an eviction meanwhile loses nothing) and from its GETs when done.
+        # that an eviction meanwhile loses nothing), and the GETs it waits for.
         blocks: dict[tuple[str, int], bytes] = {}
+        loads: list[_Load] = []
         for i, e in enumerate(entries):
             if is_stream_key(e.object_key):
-                r = self._plan_blocks(e, ranges, blocks)
+                r = self._plan_blocks(e, loads, blocks)
                 if r is not None:  # a GET needed
-                    if max_gets is not None and len(planned) >= max_gets:
+                    if max_gets is not None and gets >= max_gets:
                         break
-                    ranges.setdefault(e.object_key, []).append(r)
-                    planned.append(r)
+                    loads.append(self._start_load(r, fetch))
+                    gets += 1
                 out.append(None)
                 continue
             cached = self._cache.get(e.object_key)
@@ -123,63 +144,86 @@ class StreamReader:
                 continue
             r = self._join(ranges.get(e.object_key, ()), e)
             if r is None:
-                if max_gets is not None and len(planned) >= max_gets:
+                if max_gets is not None and gets >= max_gets:
                     break
                 r = _Range(e.object_key, e.position, e.position + e.length)
                 ranges.setdefault(e.object_key, []).append(r)
                 planned.append(r)
+                gets += 1
             r.entries.append(i)
             out.append(None)
-        if planned:
-            got = await asyncio.gather(*(self._get(r, fetch) for r in planned))
-            for r, blob in zip(planned, got, strict=True):
-                if r.blocks:
-                    for n, block in self.block_cache.put_range(r.key, r.start, blob).items():
-                        blocks[(r.key, n)] = block
-                    continue
+        if planned or loads:
+            got = await asyncio.gather(
+                *(self._get(r, fetch) for r in planned),
+                *(asyncio.shield(load.task) for load in loads),
+            )
+            for r, blob in zip(planned, got, strict=False):
                 for i in r.entries:
                     e = entries[i]
                     out[i] = blob[e.position - r.start : e.position - r.start + e.length]
+            size = self.block_cache.block_bytes
+            for load in loads:
+                for n, block in load.blocks(size).items():
+                    blocks.setdefault((load.key, n), block)
         for i, e in enumerate(entries[: len(out)]):
             if out[i] is None and is_stream_key(e.object_key):
                 out[i] = self._assemble(e, blocks)
-        return [b for b in out if b is not None], len(planned)
+        return [b for b in out if b is not None], gets
 
     def _block_numbers(self, e: IndexEntry) -> range:
         size = self.block_cache.block_bytes
         return range(e.position // size, (e.position + max(e.length, 1) - 1) // size + 1)
 
     def _plan_blocks(
-        self,
-        e: IndexEntry,
-        ranges: dict[str, list[_Range]],
-        blocks: dict[tuple[str, int], bytes],
+        self, e: IndexEntry, loads: list[_Load], blocks: dict[tuple[str, int], bytes]
     ) -> _Range | None:
-        """How a stream object's entry is read: None when every block it needs is cached
-        or comes with a GET already planned; else the new GET it needs (planned by the
-        caller, if its GET budget allows): from the first block missing to the readahead
-        past the last block needed."""
+        """How a stream object's entry is read: from the cache, or by joining GETs in
+        flight (added to `loads`); None when that is all it needs, else the new GET it
+        needs (started by the caller, if its GET budget allows): from the first block
+        missing to the readahead past the last block needed."""
         key, cache, size = e.object_key, self.block_cache, self.block_cache.block_bytes
-        planned = ranges.get(key, ())
         missing = None
         for n in self._block_numbers(e):
-            if (key, n) in blocks or any(r.start <= n * size < r.end for r in planned):
+            if (key, n) in blocks or any(
+                x.key == key and x.start <= n * size < x.end for x in loads
+            ):
                 continue
             data = cache.get(key, n)
             if data is not None:
                 blocks[(key, n)] = data
+                continue
+            load = self._loading.get((key, n))
+            if load is not None:
+                loads.append(load)
             elif missing is None:
                 missing = n
         if missing is None:
             return None
         last = self._block_numbers(e)[-1]
         end = last + 1 + -(-self._readahead // size)
-        # Readahead stops where blocks are held already (another reader's).
+        # Readahead stops where blocks are held already, or on their way.
         for n in range(last + 1, end):
-            if (key, n) in cache:
+            if (key, n) in cache or (key, n) in self._loading:
                 end = n
                 break
-        return _Range(key, missing * size, end * size, blocks=True)
+        return _Range(key, missing * size, end * size)
+
+    def _start_load(self, r: _Range, fetch: bool) -> _Load:
+        load = _Load(r.key, r.start, r.end, asyncio.ensure_future(self._get(r, fetch)))
+        size = self.block_cache.block_bytes
+        numbers = range(r.start // size, -(-r.end // size))
+        for n in numbers:
+            self._loading[(r.key, n)] = load
+
+        def done(task: asyncio.Task[bytes]) -> None:
+            for n in numbers:
+                if self._loading.get((r.key, n)) is load:
+                    del self._loading[(r.key, n)]
+            if not task.cancelled() and task.exception() is None:
+                self.block_cache.put_blocks(r.key, load.blocks(size))
+
+        load.task.add_done_callback(done)
+        return load
 
     def _assemble(self, e: IndexEntry, blocks: dict[tuple[str, int], bytes]) -> bytes:
         size = self.block_cache.block_bytes
