@@ -206,6 +206,12 @@ def test_readers_missing_the_same_blocks_at_once_share_one_get(tmp_path: Path) -
         gone.cancel()
         assert await reader.read([chunk], fetch=True) == [want]
         assert _catch_up_gets(store) == 2 and len(reader.block_cache) > 1
+        # A GET that fails fails its readers, and the next read asks again.
+        reader.block_cache.clear()
+        store.inject_fault("get_range", PermissionError("denied"))
+        with pytest.raises(PermissionError):
+            await reader.read([chunk], fetch=True)
+        assert await reader.read([chunk], fetch=True) == [want]
         await store.close()
 
     run(body())
