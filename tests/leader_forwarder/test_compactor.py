@@ -98,8 +98,16 @@ class _Rig:
             await self.store.put(key, b"x" * 77 + blob)
             out.append(
                 AppendBatch(
-                    self.sid, ANY_EPOCH, key, 77, len(blob), records, 1000 + self.n + records - 1,
-                    -1, -1, -1,
+                    self.sid,
+                    ANY_EPOCH,
+                    key,
+                    77,
+                    len(blob),
+                    records,
+                    1000 + self.n + records - 1,
+                    -1,
+                    -1,
+                    -1,
                 )
             )
             self.n += records

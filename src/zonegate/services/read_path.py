@@ -222,7 +222,7 @@ class ReadService:
             return OffsetAnswer(ErrorCode.corrupt_message)
 
     async def _records(self, entry: IndexEntry, max_message_bytes: int) -> list[Record]:
-        (blob,) = await self._reader.read([entry], fetch=True)
+        (blob,) = await self._reader.read([entry], fetch=True, readahead=False)
         if is_stream_key(entry.object_key):  # a chunk: its batches' offsets are final
             return decode_records(blob, max_message_bytes)
         buf = bytearray(blob)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 BLOCK_BYTES = 1 << 20
-READAHEAD_BYTES = 8 << 20
+READAHEAD_BYTES = 16 << 20  # a whole stream object (docs/storage.md)
 DEFAULT_BLOCK_CACHE_BYTES = 256 << 20
 
 

@@ -42,6 +42,7 @@ from zonegate.storage.stream_objects import is_stream_key
 COALESCE_GAP = 512 * 1024
 MAX_GETS_PER_READ = 16
 MAX_GETS_IN_FLIGHT = 32
+MAX_LOADS_IN_FLIGHT = 8  # of them, readahead GETs of stream objects
 
 
 @dataclass(slots=True)
@@ -104,22 +105,34 @@ class StreamReader:
         self._readahead = readahead_bytes
         self._gap = coalesce_gap
         self._in_flight = asyncio.Semaphore(max_gets_in_flight)
+        # Readahead GETs are large (up to READAHEAD_BYTES and a block): fewer at once, so
+        # the bytes they hold before the cache takes them stay bounded.
+        self._loads_in_flight = asyncio.Semaphore(MAX_LOADS_IN_FLIGHT)
         self._loading: dict[tuple[str, int], _Load] = {}  # (key, block) -> its GET
         self.gets = 0
         self.gets_per_fetch = GetsPerFetch()
 
-    async def read(self, entries: Sequence[IndexEntry], *, fetch: bool = False) -> list[bytes]:
+    async def read(
+        self, entries: Sequence[IndexEntry], *, fetch: bool = False, readahead: bool = True
+    ) -> list[bytes]:
         """The bytes of each entry, in order."""
-        blobs, _ = await self.read_prefix(entries, None, fetch=fetch)
+        blobs, _ = await self.read_prefix(entries, None, fetch=fetch, readahead=readahead)
         return blobs
 
     async def read_prefix(
-        self, entries: Sequence[IndexEntry], max_gets: int | None, *, fetch: bool = False
+        self,
+        entries: Sequence[IndexEntry],
+        max_gets: int | None,
+        *,
+        fetch: bool = False,
+        readahead: bool = True,
     ) -> tuple[list[bytes], int]:
         """The bytes of each entry of the longest prefix of `entries` that takes at most
         `max_gets` GETs (all of them when None), in order, and the GETs it took. At least
         the first entry is read when `max_gets` is at least 1. `fetch`: the read serves a
-        Fetch or ListOffsets, and its GETs are classed by the objects they read."""
+        Fetch or ListOffsets, and its GETs are classed by the objects they read.
+        `readahead`: a sequential reader's (Fetch, compaction); a point lookup (by time)
+        GETs only the blocks it needs."""
         out: list[bytes | None] = []
         ranges: dict[str, list[_Range]] = {}
         planned: list[_Range] = []
@@ -130,7 +143,7 @@ class StreamReader:
         loads: list[_Load] = []
         for i, e in enumerate(entries):
             if is_stream_key(e.object_key):
-                r = self._plan_blocks(e, loads, blocks)
+                r = self._plan_blocks(e, loads, blocks, readahead)
                 if r is not None:  # a GET needed
                     if max_gets is not None and gets >= max_gets:
                         break
@@ -175,7 +188,11 @@ class StreamReader:
         return range(e.position // size, (e.position + max(e.length, 1) - 1) // size + 1)
 
     def _plan_blocks(
-        self, e: IndexEntry, loads: list[_Load], blocks: dict[tuple[str, int], bytes]
+        self,
+        e: IndexEntry,
+        loads: list[_Load],
+        blocks: dict[tuple[str, int], bytes],
+        readahead: bool,
     ) -> _Range | None:
         """How a stream object's entry is read: from the cache, or by joining GETs in
         flight (added to `loads`); None when that is all it needs, else the new GET it
@@ -200,7 +217,7 @@ class StreamReader:
         if missing is None:
             return None
         last = self._block_numbers(e)[-1]
-        end = last + 1 + -(-self._readahead // size)
+        end = last + 1 + (-(-self._readahead // size) if readahead else 0)
         # Readahead stops where blocks are held already, or on their way.
         for n in range(last + 1, end):
             if (key, n) in cache or (key, n) in self._loading:
@@ -209,7 +226,7 @@ class StreamReader:
         return _Range(key, missing * size, end * size)
 
     def _start_load(self, r: _Range, fetch: bool) -> _Load:
-        load = _Load(r.key, r.start, r.end, asyncio.ensure_future(self._get(r, fetch)))
+        load = _Load(r.key, r.start, r.end, asyncio.ensure_future(self._load(r, fetch)))
         size = self.block_cache.block_bytes
         numbers = range(r.start // size, -(-r.end // size))
         for n in numbers:
@@ -244,6 +261,10 @@ class StreamReader:
                 r.end = max(r.end, end)
                 return r
         return None
+
+    async def _load(self, r: _Range, fetch: bool) -> bytes:
+        async with self._loads_in_flight:
+            return await self._get(r, fetch)
 
     async def _get(self, r: _Range, fetch: bool) -> bytes:
         async with self._in_flight:
