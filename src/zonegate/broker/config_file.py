@@ -47,6 +47,7 @@ KEYS: dict[str, str] = {
     "wal_seal_bytes": "zonegate.wal.seal.bytes",
     "wal_seal_age_ms": "zonegate.wal.seal.age.ms",
     "wal_seal_when_idle": "zonegate.wal.seal.when.idle",
+    "block_cache_bytes": "zonegate.block.cache.bytes",
     "auto_create_topics": "auto.create.topics.enable",
     "num_partitions": "num.partitions",
     "max_request_bytes": "socket.request.max.bytes",
@@ -62,6 +63,9 @@ KEYS: dict[str, str] = {
     "gc_interval_ms": "zonegate.gc.interval.ms",
     "gc_orphan_grace_ms": "zonegate.gc.orphan.grace.ms",
     "usage_retention_days": "zonegate.usage.retention.days",
+    "compaction_interval_ms": "zonegate.compaction.interval.ms",
+    "stream_object_bytes": "zonegate.stream.object.bytes",
+    "compaction_max_delay_ms": "zonegate.compaction.max.delay.ms",
     "log_level": "zonegate.log.level",
     **QOS_KEYS,
 }

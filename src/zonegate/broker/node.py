@@ -37,6 +37,7 @@ from zonegate.coordinator.classic import GroupConfig
 from zonegate.coordinator.consumer_group import ConsumerGroupSettings
 from zonegate.coordinator.service import GroupCoordinator
 from zonegate.leader_forwarder.api import Leader
+from zonegate.leader_forwarder.compactor import CompactionSettings, Compactor, Target
 from zonegate.leader_forwarder.directory import LeaderDirectory
 from zonegate.leader_forwarder.grpc_client import RemoteLeader
 from zonegate.leader_forwarder.grpc_server import start_leader_server
@@ -59,6 +60,7 @@ from zonegate.services.quotas import QuotaService
 from zonegate.services.read_path import ReadService
 from zonegate.services.retention import RetentionService
 from zonegate.services.write_path import ProduceService
+from zonegate.storage.block_cache import BlockCache
 from zonegate.storage.gc import GcSettings, ObjectGc
 from zonegate.storage.log_cache import LogCache
 from zonegate.storage.objects import ObjectNotFound, open_object_store
@@ -88,7 +90,8 @@ class Node:
         self.qos = QosScheduler(config.qos, clock)
         self.store.admission = self.qos
         self.log_cache = LogCache(config.log_cache_bytes)
-        self.reader = StreamReader(self.store, self.log_cache)
+        self.block_cache = BlockCache(config.block_cache_bytes)
+        self.reader = StreamReader(self.store, self.log_cache, block_cache=self.block_cache)
         self.accounting = Accounting(config.node_id, config.zone)
         self.local_leader = LeaderService(self.meta, clock, self._segmenting)
         self.lock = DataDirLock(config.data_dir)
@@ -202,6 +205,17 @@ class Node:
             self.catalog.config,
             self.local_leader,
             on_dropped=self._gc_wake.set,
+        )
+        self.compactor = Compactor(
+            self.local_leader,
+            self.store,
+            self.reader.read,
+            self._compaction_targets,
+            clock,
+            CompactionSettings(
+                stream_object_bytes=config.stream_object_bytes,
+                max_delay_ms=config.compaction_max_delay_ms,
+            ),
         )
         self.gc = ObjectGc(
             self.store,
@@ -344,6 +358,14 @@ class Node:
         config = self.catalog.config
         return int(config(topic, "segment.ms")), int(config(topic, "segment.bytes"))
 
+    def _compaction_targets(self) -> list[Target]:
+        """The partitions this node leads, with their topics' segmenting."""
+        out = []
+        for p in self.catalog.partitions():
+            if p.leader_node == self.config.node_id:
+                out.append(Target(p.stream_id, *self._segmenting(p.stream_id)))
+        return out
+
     def _on_topic_deleted(self, topic: TopicInfo) -> None:
         self.local_leader.forget(p.stream_id for p in topic.partitions)
         self._gc_wake.set()
@@ -457,6 +479,9 @@ class Node:
         sup.every("client quotas", 2 * self.config.heartbeat_s, self.quotas.refresh)
         sup.every(
             "retention", self.config.retention_check_interval_ms / 1000, self.retention.run_once
+        )
+        sup.every(
+            "compaction", self.config.compaction_interval_ms / 1000, self.compactor.run_once
         )
         sup.every(
             "object gc",

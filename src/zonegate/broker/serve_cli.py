@@ -220,6 +220,14 @@ def _add_node_args(p: argparse.ArgumentParser, *, embedded: bool) -> None:
         help="seal and upload a WAL object when it holds this many bytes (default 8388608, 8 MiB)",
     )
     p.add_argument(
+        "--block-cache-bytes",
+        metavar="BYTES",
+        type=_at_least(0, int),
+        default=256 * 1024 * 1024,
+        help="each node's cache of 1 MiB blocks of stream objects, read ahead for catch-up "
+        "consumers (docs/storage.md; default 268435456, 256 MiB; 0 turns it off)",
+    )
+    p.add_argument(
         "--wal-seal-age-ms",
         metavar="MS",
         type=_at_least(0, float),
@@ -327,6 +335,31 @@ def _add_node_args(p: argparse.ArgumentParser, *, embedded: bool) -> None:
         help="how long after its upload an object never committed (a node killed between its "
         "PUT and its commit) is kept before GC may delete it (default 600000: longer than any "
         "commit can still be retried)",
+    )
+    p.add_argument(
+        "--compaction-interval-ms",
+        metavar="MS",
+        type=_at_least(1, int),
+        default=5_000,
+        help="how often each node looks for WAL ranges of the partitions it leads to rewrite "
+        "into stream objects (default 5000; docs/storage.md)",
+    )
+    p.add_argument(
+        "--stream-object-bytes",
+        metavar="BYTES",
+        type=_at_least(1, int),
+        default=16 * 1024 * 1024,
+        help="a partition's data still in WAL objects is rewritten into a stream object once "
+        "it reaches this much (or the topic's smaller segment.bytes); the largest stream "
+        "object compaction writes (default 16777216)",
+    )
+    p.add_argument(
+        "--compaction-max-delay-ms",
+        metavar="MS",
+        type=_at_least(0, int),
+        default=600_000,
+        help="no data stays in a WAL object longer than min(segment.ms, this) plus one "
+        "compaction interval (default 600000)",
     )
     p.add_argument(
         "--usage-retention-days",
@@ -443,6 +476,9 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         gc_interval_ms=args.gc_interval_ms,
         gc_orphan_grace_ms=args.gc_orphan_grace_ms,
         usage_retention_days=args.usage_retention_days,
+        compaction_interval_ms=args.compaction_interval_ms,
+        stream_object_bytes=args.stream_object_bytes,
+        compaction_max_delay_ms=args.compaction_max_delay_ms,
         advertised_host=args.advertised_host,
         node_id=args.node_id,
         zone=_zone(getattr(args, "zone", "zone-a")),  # serve has --zones instead
@@ -451,6 +487,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         s3_endpoint=args.s3_endpoint,
         metastore_url=args.metastore,
         wal_seal_bytes=args.wal_seal_bytes,
+        block_cache_bytes=args.block_cache_bytes,
         wal_seal_age_ms=args.wal_seal_age_ms,
         wal_seal_when_idle=args.wal_seal_when_idle == "true",
         auto_create_topics=args.auto_create_topics == "true",
