@@ -27,6 +27,10 @@ class NodeConfig:
     log_cache_bytes: int = 256 * 1024 * 1024
     block_cache_bytes: int = 256 * 1024 * 1024  # stream objects' blocks (docs/storage.md)
     max_request_bytes: int = 104_857_600  # socket.request.max.bytes
+    # Memory bounds of the Kafka listener (docs/qos.md).
+    queued_max_request_bytes: int = 104_857_600  # queued.max.request.bytes; -1: none
+    max_connections: int = 2_147_483_647  # max.connections
+    max_connections_per_ip: int = 2_147_483_647  # max.connections.per.ip
     auto_create_topics: bool = True  # auto.create.topics.enable
     default_partitions: int = 1  # num.partitions
     rpc_host: str | None = None  # leader gRPC listener (default: the Kafka host)

@@ -257,6 +257,32 @@ def _qos_metrics(node: Node, me: str) -> Iterator[Metric]:
     yield granted
     yield depth
     yield waits
+    server = node.server
+    memory = GaugeMetricFamily(
+        "zonegate_request_memory_bytes",
+        "Bytes of requests read and not yet answered (queued.max.request.bytes bounds them)",
+        labels=["node", "kind"],
+    )
+    memory.add_metric([me, "held"], server.memory.used)
+    memory.add_metric([me, "most"], server.memory.most)
+    memory.add_metric([me, "capacity"], server.memory.capacity)
+    yield memory
+    refused = CounterMetricFamily(
+        "zonegate_connections_refused",
+        "Connections closed at once: max.connections or max.connections.per.ip reached",
+        labels=["node"],
+    )
+    refused.add_metric([me], server.connections_refused)
+    yield refused
+    throttle = CounterMetricFamily(
+        "zonegate_client_throttle_ms",
+        "Throttle time given to clients over their Kafka quotas, by quota",
+        labels=["node", "quota", "user", "client_id"],
+    )
+    for manager in (node.quotas.produce, node.quotas.fetch, node.quotas.request):
+        for (user, client), ms in manager.throttle_totals().items():
+            throttle.add_metric([me, manager.key, user, client], ms)
+    yield throttle
 
 
 def _error_name(code: int) -> str:

@@ -256,7 +256,14 @@ class Node:
         self.server = KafkaServer(
             self.services,
             REGISTRY,
-            ListenerConfig(config.host, config.port, config.max_request_bytes),
+            ListenerConfig(
+                config.host,
+                config.port,
+                config.max_request_bytes,
+                queued_max_request_bytes=config.queued_max_request_bytes,
+                max_connections=config.max_connections,
+                max_connections_per_ip=config.max_connections_per_ip,
+            ),
         )
         self.group_lag = GroupLag(
             self.meta,
@@ -480,9 +487,7 @@ class Node:
         sup.every(
             "retention", self.config.retention_check_interval_ms / 1000, self.retention.run_once
         )
-        sup.every(
-            "compaction", self.config.compaction_interval_ms / 1000, self.compactor.run_once
-        )
+        sup.every("compaction", self.config.compaction_interval_ms / 1000, self.compactor.run_once)
         sup.every(
             "object gc",
             self.config.gc_interval_ms / 1000,

@@ -24,7 +24,11 @@ QOS_KEYS = {
     "qos_tail_window_ms": "zonegate.qos.tail.window.ms",
     "quota_window_num": "quota.window.num",
     "quota_window_size_seconds": "quota.window.size.seconds",
+    "queued_max_request_bytes": "queued.max.request.bytes",
+    "max_connections": "max.connections",
+    "max_connections_per_ip": "max.connections.per.ip",
 }
+_KAFKA_MAX_INT = 2_147_483_647
 _DEFAULT_IN_FLIGHT = 64
 
 
@@ -136,6 +140,48 @@ def add_quota_args(p: argparse.ArgumentParser) -> None:
         help="quota.window.size.seconds: how long each sample of a client's rate lasts "
         "(default 1, Kafka's)",
     )
+
+
+def add_memory_args(p: argparse.ArgumentParser) -> None:
+    """Kafka's bounds on what the listener holds (docs/qos.md)."""
+    p.add_argument(
+        "--queued-max-request-bytes",
+        metavar="BYTES",
+        type=_bytes_or_unbounded,
+        default=104_857_600,
+        help="queued.max.request.bytes: the most bytes of requests read and not yet "
+        "answered; beyond it connections are not read until answers free memory (default "
+        "104857600, socket.request.max.bytes's default; -1: no bound, Kafka's default)",
+    )
+    p.add_argument(
+        "--max-connections",
+        metavar="N",
+        type=_at_least_one,
+        default=_KAFKA_MAX_INT,
+        help="max.connections: Kafka client connections the node keeps open at most; one "
+        f"more is closed at once (default {_KAFKA_MAX_INT}, Kafka's)",
+    )
+    p.add_argument(
+        "--max-connections-per-ip",
+        metavar="N",
+        type=_at_least_one,
+        default=_KAFKA_MAX_INT,
+        help="max.connections.per.ip: connections from one address at most; one more is "
+        f"closed at once (default {_KAFKA_MAX_INT}, Kafka's)",
+    )
+
+
+def _bytes_or_unbounded(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected int, got {text!r}") from None
+    if value < 1 and value != -1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, or -1 for no bound; got {text}")
+    return value
+
+
+_bytes_or_unbounded.__name__ = "int"
 
 
 def _at_least_one(text: str) -> int:

@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from zonegate.broker.config import NodeConfig
 from zonegate.broker.config_file import layered, resolve
-from zonegate.broker.qos_flags import add_qos_args, add_quota_args, qos_from_args
+from zonegate.broker.qos_flags import (
+    add_memory_args,
+    add_qos_args,
+    add_quota_args,
+    qos_from_args,
+)
 from zonegate.broker.startup import StartupError, bind_failure, check_config, check_writable_dir
 from zonegate.metastore.models import MetaStoreError
 
@@ -386,6 +391,7 @@ def _add_node_args(p: argparse.ArgumentParser, *, embedded: bool) -> None:
     )
     add_qos_args(p)
     add_quota_args(p)
+    add_memory_args(p)
     p.add_argument(
         "--config",
         metavar="FILE",
@@ -493,6 +499,9 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         auto_create_topics=args.auto_create_topics == "true",
         default_partitions=args.num_partitions,
         max_request_bytes=args.max_request_bytes,
+        queued_max_request_bytes=args.queued_max_request_bytes,
+        max_connections=args.max_connections,
+        max_connections_per_ip=args.max_connections_per_ip,
         group_min_session_timeout_ms=args.group_min_session_timeout_ms,
         group_max_session_timeout_ms=args.group_max_session_timeout_ms,
         group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,

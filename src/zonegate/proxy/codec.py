@@ -76,6 +76,19 @@ class FrameDecoder:
         self._buffered -= n
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
+    def next_size(self) -> int | None:
+        """The size of the next frame's body, once its prefix is here."""
+        if self._size is None:
+            if self._buffered < 4:
+                return None
+            (size,) = _SIZE.unpack(self._take(4))
+            if size < 0 or size > self._max:
+                raise PeerProtocolError(
+                    f"frame size {size} outside 0..{self._max} (socket.request.max.bytes)"
+                )
+            self._size = size
+        return self._size
+
     def next_frame(self) -> bytes | None:
         """The next complete frame body, or None when more data is needed."""
         if self._size is None:

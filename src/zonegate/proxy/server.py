@@ -29,6 +29,7 @@ from zonegate.proxy.codec import (
 from zonegate.proxy.context import ClientInfo, RequestContext
 from zonegate.proxy.errors import PeerProtocolError
 from zonegate.proxy.faults import FaultInjector, FrameCapture
+from zonegate.proxy.memory import RequestMemory
 from zonegate.proxy.metrics import RequestMetrics
 from zonegate.proxy.registry import HandlerRegistry
 from zonegate.proxy.throttling import BusyTime, timed, with_throttle
@@ -50,6 +51,9 @@ class ListenerConfig:
     max_request_bytes: int = 104_857_600  # socket.request.max.bytes
     max_inflight_per_connection: int = 64
     name: str = "PLAINTEXT"  # the listener's name, as Kafka names listeners
+    queued_max_request_bytes: int = -1  # queued.max.request.bytes; -1: no bound
+    max_connections: int = 2_147_483_647  # max.connections
+    max_connections_per_ip: int = 2_147_483_647  # max.connections.per.ip
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -65,11 +69,15 @@ class KafkaConnection(asyncio.Protocol):
         self._config = config
         self._server = server
         self._decoder = FrameDecoder(config.max_request_bytes)
-        # (correlation id, api key, handler task, context, request, its busy time) in
-        # arrival order
+        # (correlation id, api key, handler task, context, request, its busy time, its
+        # bytes) in arrival order
         self._pending: collections.deque[
-            tuple[int, int, asyncio.Task[Any], RequestContext | None, Any, BusyTime | None]
+            tuple[int, int, asyncio.Task[Any], RequestContext | None, Any, BusyTime | None, int]
         ] = collections.deque()
+        # Bytes reserved in the node's request memory: requests read, held or handled
+        # and not yet answered, and the one being read (proxy/memory.py).
+        self._reserved = 0
+        self._frame_reserved = False
         self._wakeup = asyncio.Event()
         self._can_write = asyncio.Event()
         self._can_write.set()
@@ -90,12 +98,20 @@ class KafkaConnection(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.client = ClientInfo(str(peer[0]), int(peer[1]), self.client.connection_id)
+        refused = self._server.over_connection_limits(self.client.host)
+        if refused is not None:
+            self._closed = True
+            self._server.connections_refused += 1
+            log.debug("refusing connection from %s: %s", self.client.host, refused)
+            transport.close()
+            return
         self._server.connections.add(self)
         self._writer = asyncio.get_running_loop().create_task(self._write_loop())
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
         self._server.connections.discard(self)
+        self._give_back_memory()
         # Nobody will read the answers: stop the work (a long-poll Fetch may wait up
         # to its max_wait_ms, 24 days at most, holding its request).
         for entry in self._pending:
@@ -108,17 +124,37 @@ class KafkaConnection(asyncio.Protocol):
             self._mute_timer.cancel()
 
     def pause_writing(self) -> None:
+        # Backpressure: a client that does not read its answers is not read either.
         self._can_write.clear()
+        self._pause_reading("writes")
 
     def resume_writing(self) -> None:
         self._can_write.set()
+        self._resume_reading("writes")
 
     def data_received(self, data: bytes) -> None:
         if self._closed:
             return
         self._decoder.receive_data(data)
+        self._read_frames()
+
+    def _read_frames(self) -> None:
+        memory = self._server.memory
         try:
-            while (frame := self._decoder.next_frame()) is not None:
+            while (size := self._decoder.next_size()) is not None:
+                if not self._frame_reserved:
+                    if not memory.try_reserve(size + 4):
+                        # queued.max.request.bytes: this request waits, unread, until
+                        # answers free memory.
+                        self._pause_reading("memory")
+                        memory.wait(self.client.connection_id, self._memory_freed)
+                        break
+                    self._frame_reserved = True
+                    self._reserved += size + 4
+                frame = self._decoder.next_frame()
+                if frame is None:
+                    break
+                self._frame_reserved = False
                 self._server.metrics_request_bytes(len(frame) + 4)
                 if self._server.capture.active:
                     self._server.capture.record(frame)
@@ -126,6 +162,18 @@ class KafkaConnection(asyncio.Protocol):
             self._dispatch_held()
         except PeerProtocolError as exc:
             self.abort(exc.reason)
+
+    def _memory_freed(self) -> None:
+        if self._closed:
+            return
+        self._resume_reading("memory")
+        self._read_frames()
+
+    def _give_back_memory(self) -> None:
+        self._server.memory.forget(self.client.connection_id)
+        if self._reserved:
+            reserved, self._reserved = self._reserved, 0
+            self._server.memory.release(reserved)
 
     def _dispatch_held(self) -> None:
         """Dispatches the frames read, unless the connection is muted (a quota's throttle
@@ -157,6 +205,7 @@ class KafkaConnection(asyncio.Protocol):
                     None,
                     None,
                     None,
+                    len(frame) + 4,
                 )
                 return
             known = self._registry.lookup(header.api_key) is not None
@@ -179,7 +228,15 @@ class KafkaConnection(asyncio.Protocol):
         )
         self._serial = self._services.quotas.applies(ctx.principal, header.client_id or "")
         busy = BusyTime(handler(ctx, request.body))
-        self._enqueue(header.correlation_id, header.api_key, timed(busy), ctx, request.body, busy)
+        self._enqueue(
+            header.correlation_id,
+            header.api_key,
+            timed(busy),
+            ctx,
+            request.body,
+            busy,
+            len(frame) + 4,
+        )
 
     def _enqueue(
         self,
@@ -189,10 +246,11 @@ class KafkaConnection(asyncio.Protocol):
         ctx: RequestContext | None,
         body: Any,
         busy: BusyTime | None,
+        nbytes: int,
     ) -> None:
         loop = asyncio.get_running_loop()
         task: asyncio.Task[Any] = loop.create_task(answer)
-        self._pending.append((correlation_id, api_key, task, ctx, body, busy))
+        self._pending.append((correlation_id, api_key, task, ctx, body, busy, nbytes))
         self._wakeup.set()
         if len(self._pending) >= self._config.max_inflight_per_connection:
             self._pause_reading("in-flight")
@@ -235,7 +293,7 @@ class KafkaConnection(asyncio.Protocol):
                     return
                 self._wakeup.clear()
                 await self._wakeup.wait()
-            correlation_id, api_key, task, ctx, body, busy = self._pending[0]
+            correlation_id, api_key, task, ctx, body, busy, nbytes = self._pending[0]
             try:
                 response: ResponsePayload | None = await task
             except asyncio.CancelledError:
@@ -251,6 +309,8 @@ class KafkaConnection(asyncio.Protocol):
             if self._closed:
                 return  # aborted while the handler ran: `_pending` is cleared
             self._pending.popleft()
+            self._reserved -= nbytes
+            self._server.memory.release(nbytes)
             if ctx is not None:
                 response = self._throttled(ctx, busy, response)
             if self._server.faults.take(api_key, "drop_response"):
@@ -322,6 +382,7 @@ class KafkaConnection(asyncio.Protocol):
             entry[2].cancel()
         self._pending.clear()
         self._held.clear()
+        self._give_back_memory()
         self._wakeup.set()
         if self._mute_timer is not None:
             self._mute_timer.cancel()
@@ -349,6 +410,19 @@ class KafkaServer:
         self.bytes_in = 0
         self.bytes_out = 0
         self.metrics = RequestMetrics()
+        self.memory = RequestMemory(config.queued_max_request_bytes)
+        self.connections_refused = 0
+
+    def over_connection_limits(self, host: str) -> str | None:
+        """Why a new connection from `host` is one too many, or None."""
+        c = self._config
+        if len(self.connections) >= c.max_connections:
+            return f"max.connections ({c.max_connections}) reached"
+        if c.max_connections_per_ip < 2_147_483_647:
+            same = sum(1 for conn in self.connections if conn.client.host == host)
+            if same >= c.max_connections_per_ip:
+                return f"max.connections.per.ip ({c.max_connections_per_ip}) reached for {host}"
+        return None
 
     def metrics_request_bytes(self, n: int) -> None:
         self.bytes_in += n
