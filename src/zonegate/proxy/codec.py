@@ -91,16 +91,7 @@ class FrameDecoder:
 
     def next_frame(self) -> bytes | None:
         """The next complete frame body, or None when more data is needed."""
-        if self._size is None:
-            if self._buffered < 4:
-                return None
-            (size,) = _SIZE.unpack(self._take(4))
-            if size < 0 or size > self._max:
-                raise PeerProtocolError(
-                    f"frame size {size} outside 0..{self._max} (socket.request.max.bytes)"
-                )
-            self._size = size
-        if self._buffered < self._size:
+        if self.next_size() is None or self._size is None or self._buffered < self._size:
             return None
         frame = self._take(self._size) if self._size else b""
         self._size = None
