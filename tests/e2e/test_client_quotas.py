@@ -1,11 +1,14 @@
 """Kafka's client quotas with real clients: AlterClientQuotas / DescribeClientQuotas
 through kafka-python (its protocol classes: neither kafka-python 3.0 nor confluent-kafka
-2.16 has an admin method for them), kept across a restart; a producer and a consumer
+2.16 has an admin method for them), kept across a restart; controller mutations refused
+(strict versions) or throttled (older ones); a producer and a consumer
 held to 1 MB/s by their quotas, seeing the throttle time in librdkafka's statistics,
 while another client on the same node keeps its latency."""
 
 from __future__ import annotations
 
+import datetime
+import importlib
 import json
 import threading
 import time
@@ -20,9 +23,12 @@ from kafka.protocol.admin.client_quotas import (
     AlterClientQuotasRequest,
     DescribeClientQuotasRequest,
 )
+from kio.schema.errors import ErrorCode
 
 from tests.e2e.conftest import InProcessFactory
 from tests.inprocess import start_inprocess_node
+from tests.kafka_raw import RawConnection
+from zonegate.proxy.schema import make
 
 pytestmark = pytest.mark.e2e
 
@@ -315,3 +321,49 @@ def test_a_consumer_is_held_to_its_consumer_byte_rate(
     assert 0.9 * RATE <= rate <= 1.1 * RATE
     assert throttles.count > 0 and throttles.most_ms > 0
     assert probe.p99_ms() <= 2 * baseline + 250
+
+
+def _create(conn: RawConnection, name: str, partitions: int, version: int) -> tuple[int, int]:
+    """(error code, throttle ms) of a CreateTopics of one topic at `version`."""
+    module = importlib.import_module(f"kio.schema.create_topics.v{version}.request")
+    topic = make(
+        module.CreatableTopic,
+        name=name,
+        num_partitions=partitions,
+        replication_factor=1,
+        assignments=(),
+        configs=(),
+    )
+    answer = conn.request(
+        make(
+            module.CreateTopicsRequest,
+            topics=(topic,),
+            timeout=datetime.timedelta(seconds=10),
+            validate_only=False,
+        ),
+        client_id="admin",
+    )
+    return answer.topics[0].error_code, int(answer.throttle_time.total_seconds() * 1000)
+
+
+def test_controller_mutations_are_refused_or_throttled_as_kafka(
+    inprocess_factory: InProcessFactory, admin_of: Any
+) -> None:
+    node = inprocess_factory(["--zones", "z"])
+    admin = admin_of(node.bootstrap)
+    assert admin.alter([("client-id", "admin")], [("controller_mutation_rate", 1, False)])[0] == 0
+    conn = RawConnection(node.port)
+    try:
+        # A burst of 11 partitions (11 windows of 1 s at 1/s), then below zero.
+        assert _create(conn, "a", 11, 7) == (0, 0)
+        assert _create(conn, "b", 4, 7) == (0, 0)  # the bucket was not below zero yet
+        code, throttle = _create(conn, "c", 1, 7)  # v6+: strict, refused
+        assert code == ErrorCode.throttling_quota_exceeded and 3000 <= throttle <= 4000
+        time.sleep(throttle / 1000 + 0.2)  # the connection is muted meanwhile
+        code, throttle = _create(conn, "d", 3, 5)  # v5: permissive, created and throttled
+        assert code == 0 and 2000 <= throttle <= 3000
+        assert {"a", "b", "d"} <= set(admin._admin.list_topics()) and "c" not in set(
+            admin._admin.list_topics()
+        )
+    finally:
+        conn.close()

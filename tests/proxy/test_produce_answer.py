@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from typing import Any
 
@@ -12,6 +13,7 @@ from zonegate.proxy.codec import decode_response, encode_response
 from zonegate.proxy.handlers.common import NO_THROTTLE
 from zonegate.proxy.handlers.produce import _encode_answer
 from zonegate.proxy.schema import make, response_class
+from zonegate.proxy.throttling import with_throttle
 from zonegate.services.api import ProducedPartition
 
 pytestmark = pytest.mark.unit
@@ -107,3 +109,13 @@ def test_hand_encoded_answer_matches_kio(version: int) -> None:
 def test_empty_answer_matches_kio(version: int) -> None:
     expected = encode_response(1, 0, _kio_answer(version, []))
     assert encode_response(1, 0, _encode_answer(version, [])) == expected
+
+
+@pytest.mark.parametrize("version", [3, 8, 9, 11])
+def test_a_throttle_time_lands_where_kio_writes_it(version: int) -> None:
+    works = _works()
+    throttled = dataclasses.replace(
+        _kio_answer(version, works), throttle_time=datetime.timedelta(milliseconds=1234)
+    )
+    got = encode_response(5, 0, with_throttle(_encode_answer(version, works), 1234))
+    assert got == encode_response(5, 0, throttled)
