@@ -367,3 +367,32 @@ def test_controller_mutations_are_refused_or_throttled_as_kafka(
         )
     finally:
         conn.close()
+
+
+def test_request_percentage_throttles_a_client_that_keeps_the_node_busy(
+    inprocess_factory: InProcessFactory, admin_of: Any
+) -> None:
+    from kio.schema.metadata.v12.request import MetadataRequest
+
+    node = inprocess_factory(["--zones", "z"])
+    admin = admin_of(node.bootstrap)
+    # 0.01% of a thread: 100 microseconds of the node's time per second.
+    assert admin.alter([("client-id", "busy")], [("request_percentage", 0.01, False)])[0] == 0
+    conn = RawConnection(node.port)
+    try:
+        request = MetadataRequest(
+            topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+        )
+        throttles = []
+        for _ in range(2000):
+            answer = conn.request(request, client_id="busy")
+            throttles.append(int(answer.throttle_time.total_seconds() * 1000))
+            if throttles[-1]:
+                break
+        assert throttles[-1] > 0, len(throttles)
+        # Another client is not throttled.
+        other = RawConnection(node.port)
+        assert other.request(request, client_id="other").throttle_time.total_seconds() == 0
+        other.close()
+    finally:
+        conn.close()
