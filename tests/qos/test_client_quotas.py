@@ -146,6 +146,8 @@ def test_alter_validates_each_entry_as_kafka_and_applies_the_others(tmp_path: Pa
                 ([(U, "carol")], [QuotaChange("producer_byte_rate", 1.5, False)]),
                 ([(C, "other")], [QuotaChange("fetch.max.bytes", 1.0, False)]),
                 ([(C, None)], [QuotaChange("request_percentage", 12.5, False)]),
+                ([(C, "nan")], [QuotaChange("request_percentage", float("nan"), False)]),
+                ([(C, "inf")], [QuotaChange("request_percentage", float("inf"), False)]),
             ],
             validate_only=False,
         )
@@ -153,6 +155,8 @@ def test_alter_validates_each_entry_as_kafka_and_applies_the_others(tmp_path: Pa
             ErrorCode.none,
             *[ErrorCode.invalid_request] * 8,
             ErrorCode.none,
+            ErrorCode.invalid_request,
+            ErrorCode.invalid_request,
         ]
         messages = [m for _, m in results]
         assert messages[1] == "Invalid empty client quota entity"

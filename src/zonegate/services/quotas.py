@@ -16,6 +16,7 @@ and are refused by name.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -94,6 +95,8 @@ def check_value(key: str, value: float) -> None:
         raise QuotaRequestError(ErrorCode.invalid_request, f"Invalid configuration key {key}")
     if value <= 0.0:
         raise QuotaRequestError(ErrorCode.invalid_request, f"Quota {key} must be greater than 0")
+    if not math.isfinite(value):  # Kafka stores NaN and infinity as they come; we refuse them
+        raise QuotaRequestError(ErrorCode.invalid_request, f"Quota {key} must be a finite number")
     if kind == "long":
         if value > 2**63 - 1:
             raise QuotaRequestError(
