@@ -103,12 +103,8 @@ class ReadService:
 
     def read_class(self, entry: IndexEntry) -> str:
         """The I/O class of reading `entry` from the object store (module docstring)."""
-        age_ms = self._clock.wall_ms() - entry.append_ms
-        return (
-            "tail_fetch"
-            if entry.append_ms and age_ms <= self._tail_window_ms
-            else ("catch_up_fetch")
-        )
+        recent = entry.append_ms and self._clock.wall_ms() - entry.append_ms <= self._tail_window_ms
+        return "tail_fetch" if recent else "catch_up_fetch"
 
     # -- fetch ------------------------------------------------------------------
     async def fetch(
