@@ -4,6 +4,7 @@ housekeeping; /metrics shows each class."""
 
 from __future__ import annotations
 
+import time
 import urllib.request
 from pathlib import Path
 
@@ -82,5 +83,30 @@ def test_reads_another_node_wrote_are_scheduled_by_the_datas_age(
         ):
             assert family in page, family
         assert f'io_class="{read_class}",lane="get"' in page
+    finally:
+        node.stop()
+
+
+def test_a_get_budget_is_honoured_by_a_running_node(tmp_path: Path) -> None:
+    rate = 1_000_000
+    node = start_inprocess_node(
+        tmp_path / "data",
+        ["--zones", "zone-a,zone-b", "--qos-get-bytes-per-s", str(rate)],
+    )
+    try:
+        p = Producer({"bootstrap.servers": node.bootstrap, "client.id": "w,zonegate_az=zone-a"})
+        for _ in range(400):
+            p.produce("orders", b"v" * 10_000)
+        assert p.flush(30) == 0
+        reads = node.nodes[1].qos.lanes["get"]
+        start = time.monotonic()
+        _consume(node.bootstrap, "r,zonegate_az=zone-b", 400)
+        elapsed = time.monotonic() - start
+        got = sum(reads.stats(c).granted_bytes for c in ("tail_fetch", "catch_up_fetch"))
+        # zone-b's node GETs what zone-a's wrote, never faster than its budget: 4 MB at
+        # 1 MB/s take at least 4 s, less the 50 ms burst.
+        assert got >= 4_000_000
+        assert elapsed >= (got - 0.05 * rate) / rate
+        assert sum(reads.stats(c).wait.sum for c in ("tail_fetch", "catch_up_fetch")) > 1.0
     finally:
         node.stop()
