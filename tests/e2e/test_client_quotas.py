@@ -28,6 +28,7 @@ from kio.schema.errors import ErrorCode
 from tests.e2e.conftest import InProcessFactory
 from tests.inprocess import start_inprocess_node
 from tests.kafka_raw import RawConnection
+from zonegate.proxy.codec import encode_request
 from zonegate.proxy.schema import make
 
 pytestmark = pytest.mark.e2e
@@ -396,3 +397,29 @@ def test_request_percentage_throttles_a_client_that_keeps_the_node_busy(
         other.close()
     finally:
         conn.close()
+
+
+def test_a_bad_request_behind_a_quota_clients_request_closes_only_its_connection(
+    inprocess_factory: InProcessFactory, admin_of: Any
+) -> None:
+    from kio.schema.metadata.v12.request import MetadataRequest
+
+    node = inprocess_factory(["--zones", "z"])
+    admin = admin_of(node.bootstrap)
+    assert admin.alter([("client-id", "q")], [("producer_byte_rate", 1000, False)])[0] == 0
+    request = MetadataRequest(
+        topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+    )
+    conn = RawConnection(node.port)
+    # A good request and, pipelined behind it, one whose body cannot be decoded: the
+    # second waits for the first's answer (the client is under a quota), then closes
+    # the connection.
+    good = encode_request(1, "q", request)
+    bad_body = b"\x00\x03\x00\x0c\x00\x00\x00\x02\x00\x01q\x00" + b"\xff" * 16
+    conn.send_bytes(good + len(bad_body).to_bytes(4, "big") + bad_body)
+    conn.read_frame()
+    assert conn.sock.recv(1) == b""  # closed
+    conn.close()
+    other = RawConnection(node.port)
+    assert other.request(request, client_id="q").brokers
+    other.close()

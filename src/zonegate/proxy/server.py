@@ -185,7 +185,11 @@ class KafkaConnection(asyncio.Protocol):
             if "muted" in self._paused_for or (self._serial and self._pending):
                 self._pause_reading("held")
                 return
-            self._dispatch(self._held.popleft())
+            try:
+                self._dispatch(self._held.popleft())
+            except PeerProtocolError as exc:  # also when called from the write loop
+                self.abort(exc.reason)
+                return
         self._resume_reading("held")
 
     # -- dispatch ---------------------------------------------------------
