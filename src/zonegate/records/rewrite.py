@@ -41,7 +41,8 @@ _LENGTH_OFFSET = 8
 CODEC_IDS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
-def _body(h: BatchHeader, batch: bytes, max_message_bytes: int) -> bytes:
+def batch_body(h: BatchHeader, batch: bytes, max_message_bytes: int) -> bytes:
+    """The records of `batch` as bytes, decompressed within the limits of decode.py."""
     payload = batch[HEADER_SIZE : h.size]
     try:
         return decompress(h.compression, payload, body_limit(len(payload), max_message_bytes))
@@ -51,7 +52,7 @@ def _body(h: BatchHeader, batch: bytes, max_message_bytes: int) -> bytes:
 
 def record_times(h: BatchHeader, batch: bytes, max_message_bytes: int) -> list[int]:
     """The timestamp of each record of `batch` (whose header is `h`), in order."""
-    body = _body(h, batch, max_message_bytes)
+    body = batch_body(h, batch, max_message_bytes)
     out: list[int] = []
     pos = 0
     for i in range(h.record_count):
@@ -78,7 +79,7 @@ def stamp(batch: bytearray, timestamp_type: int, max_timestamp: int) -> None:
 
 def recompress(h: BatchHeader, batch: bytes, codec: int, max_message_bytes: int) -> bytes:
     """`batch` with its records compressed with `codec` (0 none) instead of its own."""
-    body = _body(h, batch, max_message_bytes)
+    body = batch_body(h, batch, max_message_bytes)
     payload = compress(codec, body)
     out = bytearray(batch[:HEADER_SIZE])
     out += payload
