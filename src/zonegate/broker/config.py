@@ -40,6 +40,10 @@ class NodeConfig:
     gc_interval_ms: int = 60_000
     gc_orphan_grace_ms: int = 600_000
     usage_retention_days: int = 30
+    # Compaction of WAL ranges into stream objects (docs/storage.md, part 2).
+    compaction_interval_ms: int = 5_000
+    stream_object_bytes: int = 16 * 1024 * 1024
+    compaction_max_delay_ms: int = 600_000
     drain_timeout_s: float = 10.0
     # Classic consumer groups, Kafka's broker settings and defaults.
     group_min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms

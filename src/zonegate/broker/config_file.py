@@ -61,6 +61,9 @@ KEYS: dict[str, str] = {
     "gc_interval_ms": "zonegate.gc.interval.ms",
     "gc_orphan_grace_ms": "zonegate.gc.orphan.grace.ms",
     "usage_retention_days": "zonegate.usage.retention.days",
+    "compaction_interval_ms": "zonegate.compaction.interval.ms",
+    "stream_object_bytes": "zonegate.stream.object.bytes",
+    "compaction_max_delay_ms": "zonegate.compaction.max.delay.ms",
     "log_level": "zonegate.log.level",
 }
 

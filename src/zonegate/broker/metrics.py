@@ -201,7 +201,7 @@ def _error_name(code: int) -> str:
 def _storage_metrics(node: Node, node_id: str) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
     """Retention and object GC (docs/storage.md). GC runs on the controller only: the
     object counts are as of that node's last pass, and zero on the others."""
-    gc, ret = node.gc.stats, node.retention.stats
+    gc, ret, comp = node.gc.stats, node.retention.stats, node.compactor.stats
     objects = GaugeMetricFamily(
         "zonegate_storage_objects",
         "Objects in the store by kind, as of the last GC pass",
@@ -246,6 +246,42 @@ def _storage_metrics(node: Node, node_id: str) -> Iterator[CounterMetricFamily |
             "zonegate_gc_deleted_usage_objects",
             "Usage records deleted past their retention",
             gc.deleted_usage_objects,
+            CounterMetricFamily,
+        ),
+        (
+            "zonegate_compaction_backlog_bytes",
+            "Bytes of the partitions this node leads still in WAL objects (last pass)",
+            comp.backlog_bytes,
+            GaugeMetricFamily,
+        ),
+        (
+            "zonegate_compaction_oldest_seconds",
+            "Age of the oldest data of a partition this node leads still in a WAL object",
+            comp.oldest_ms / 1000,
+            GaugeMetricFamily,
+        ),
+        (
+            "zonegate_compaction_bytes",
+            "Bytes rewritten from WAL objects into stream objects",
+            comp.bytes_compacted,
+            CounterMetricFamily,
+        ),
+        (
+            "zonegate_compaction_objects",
+            "Stream objects written and swapped in",
+            comp.objects_written,
+            CounterMetricFamily,
+        ),
+        (
+            "zonegate_compaction_refused_swaps",
+            "Rewrites wasted: the range changed or the leader moved before the swap",
+            comp.swaps_refused,
+            CounterMetricFamily,
+        ),
+        (
+            "zonegate_compaction_busy_seconds",
+            "Wall time spent rewriting (reads, build, upload, swap)",
+            comp.seconds_busy,
             CounterMetricFamily,
         ),
         (

@@ -37,6 +37,7 @@ from zonegate.coordinator.classic import GroupConfig
 from zonegate.coordinator.consumer_group import ConsumerGroupSettings
 from zonegate.coordinator.service import GroupCoordinator
 from zonegate.leader_forwarder.api import Leader
+from zonegate.leader_forwarder.compactor import CompactionSettings, Compactor, Target
 from zonegate.leader_forwarder.directory import LeaderDirectory
 from zonegate.leader_forwarder.grpc_client import RemoteLeader
 from zonegate.leader_forwarder.grpc_server import start_leader_server
@@ -197,6 +198,17 @@ class Node:
             self.local_leader,
             on_dropped=self._gc_wake.set,
         )
+        self.compactor = Compactor(
+            self.local_leader,
+            self.store,
+            self.reader.read,
+            self._compaction_targets,
+            clock,
+            CompactionSettings(
+                stream_object_bytes=config.stream_object_bytes,
+                max_delay_ms=config.compaction_max_delay_ms,
+            ),
+        )
         self.gc = ObjectGc(
             self.store,
             self.meta,
@@ -333,6 +345,14 @@ class Node:
         config = self.catalog.config
         return int(config(topic, "segment.ms")), int(config(topic, "segment.bytes"))
 
+    def _compaction_targets(self) -> list[Target]:
+        """The partitions this node leads, with their topics' segmenting."""
+        out = []
+        for p in self.catalog.partitions():
+            if p.leader_node == self.config.node_id:
+                out.append(Target(p.stream_id, *self._segmenting(p.stream_id)))
+        return out
+
     def _on_topic_deleted(self, topic: TopicInfo) -> None:
         self.local_leader.forget(p.stream_id for p in topic.partitions)
         self._gc_wake.set()
@@ -442,6 +462,9 @@ class Node:
         sup.every("catalog refresh", self.config.heartbeat_s / 2, self._refresh)
         sup.every(
             "retention", self.config.retention_check_interval_ms / 1000, self.retention.run_once
+        )
+        sup.every(
+            "compaction", self.config.compaction_interval_ms / 1000, self.compactor.run_once
         )
         sup.every(
             "object gc",

@@ -328,6 +328,31 @@ def _add_node_args(p: argparse.ArgumentParser, *, embedded: bool) -> None:
         "commit can still be retried)",
     )
     p.add_argument(
+        "--compaction-interval-ms",
+        metavar="MS",
+        type=_at_least(1, int),
+        default=5_000,
+        help="how often each node looks for WAL ranges of the partitions it leads to rewrite "
+        "into stream objects (default 5000; docs/storage.md)",
+    )
+    p.add_argument(
+        "--stream-object-bytes",
+        metavar="BYTES",
+        type=_at_least(1, int),
+        default=16 * 1024 * 1024,
+        help="a partition's data still in WAL objects is rewritten into a stream object once "
+        "it reaches this much (or the topic's smaller segment.bytes); the largest stream "
+        "object compaction writes (default 16777216)",
+    )
+    p.add_argument(
+        "--compaction-max-delay-ms",
+        metavar="MS",
+        type=_at_least(0, int),
+        default=600_000,
+        help="no data stays in a WAL object longer than min(segment.ms, this) plus one "
+        "compaction interval (default 600000)",
+    )
+    p.add_argument(
         "--usage-retention-days",
         metavar="DAYS",
         type=_at_least(1, int),
@@ -440,6 +465,9 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         gc_interval_ms=args.gc_interval_ms,
         gc_orphan_grace_ms=args.gc_orphan_grace_ms,
         usage_retention_days=args.usage_retention_days,
+        compaction_interval_ms=args.compaction_interval_ms,
+        stream_object_bytes=args.stream_object_bytes,
+        compaction_max_delay_ms=args.compaction_max_delay_ms,
         advertised_host=args.advertised_host,
         node_id=args.node_id,
         zone=_zone(getattr(args, "zone", "zone-a")),  # serve has --zones instead

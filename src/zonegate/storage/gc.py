@@ -1,7 +1,7 @@
 """Object GC: deletes the objects no index entry names any more, after a grace.
 
-One node at a time runs it (the controller). A pass LISTs the WAL prefix (the
-one LIST, never on a client's path), asks the index store which units are
+One node at a time runs it (the controller). A pass LISTs the WAL and stream
+object prefixes (the only LISTs, never on a client's path), asks the index store which units are
 still named by an entry (a pack file of the local store is one unit: its
 objects are deleted together), records the unreferenced ones with the time
 they were first seen so, and deletes those unreferenced for
@@ -27,6 +27,7 @@ from zonegate.storage.pack_files import parse_packed_key
 log = logging.getLogger(__name__)
 
 WAL_PREFIX = "wal/"
+STREAMS_PREFIX = "streams/"  # storage/stream_objects.py
 USAGE_PREFIX = "usage/"
 _USAGE_DATE = re.compile(r"(?:^|/)date=(\d{4}-\d{2}-\d{2})/")
 _DELETE_BATCH = 1000  # S3's DeleteObjects takes at most 1,000 keys a call
@@ -79,10 +80,14 @@ class ObjectGc:
     async def run_once(self) -> None:
         self.stats.passes += 1
         units: dict[str, _Unit] = {}
-        for info in await self._store.list(WAL_PREFIX):
-            u = units.setdefault(unit_of(info.key), _Unit())
-            u.size += info.size
-            u.modified_ms = max(u.modified_ms, info.modified_ms)
+        kind_of: dict[str, str] = {}
+        for prefix in (WAL_PREFIX, STREAMS_PREFIX):
+            for info in await self._store.list(prefix):
+                name = unit_of(info.key)
+                u = units.setdefault(name, _Unit())
+                u.size += info.size
+                u.modified_ms = max(u.modified_ms, info.modified_ms)
+                kind_of[name] = prefix.rstrip("/")
         referenced = await self._index.referenced_units(list(units))
         pending = await self._index.gc_pending()
         now = self._clock.wall_ms()
@@ -119,8 +124,12 @@ class ObjectGc:
         left = {n: u for n, u in units.items() if n not in referenced and n not in due}
         self.stats.pending_objects = len(left)
         self.stats.pending_bytes = sum(u.size for u in left.values())
-        kept = [u for n, u in units.items() if n not in due]
-        self.stats.stored = {"wal": (len(kept), sum(u.size for u in kept))}
+        stored = {"wal": (0, 0), "streams": (0, 0)}
+        for n, u in units.items():
+            if n not in due:
+                count, size = stored[kind_of[n]]
+                stored[kind_of[n]] = (count + 1, size + u.size)
+        self.stats.stored = stored
         if due:
             log.info("object GC deleted %d objects (%d bytes)", len(due), deleted_bytes)
         await self._expire_usage(now)
