@@ -1,0 +1,106 @@
+"""A compacted topic as a Kafka user sees it (issue 15): 20 keys x 200 updates and 5
+tombstones; after cleaning, fresh confluent-kafka, kafka-python and aiokafka consumers
+read the latest value per key at its original offset, across the gaps, and the
+tombstones go once delete.retention.ms has passed."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.e2e.clients import Consumed, aio_consume, ck_consume, kp_consume, wait_until
+from tests.e2e.conftest import InProcessFactory
+
+pytestmark = pytest.mark.e2e
+
+KEYS, UPDATES, TOMBSTONES = 20, 200, 5
+
+
+def _produce(bootstrap: str, topic: str) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
+    for u in range(UPDATES):
+        for k in range(KEYS):
+            p.produce(topic, key=b"k%02d" % k, value=b"v%02d-%03d" % (k, u))
+    p.flush(60)
+    for k in range(TOMBSTONES):
+        p.produce(topic, key=b"k%02d" % k, value=None)
+        p.flush(60)
+
+
+def _all(bootstrap: str, topic: str) -> list[tuple[int, bytes | None, bytes | None]]:
+    """Every record from offset 0 to the end, read by a fresh confluent-kafka consumer."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"all-{time.monotonic_ns()}",
+            "enable.partition.eof": True,
+        }
+    )
+    c.assign([TopicPartition(topic, 0, 0)])
+    out = []
+    deadline = time.monotonic() + 20
+    try:
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error() is not None:
+                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
+                return out
+            out.append((m.offset(), m.key(), m.value()))
+    finally:
+        c.close()
+    raise AssertionError("no end of partition within 20 s")
+
+
+def test_compacted_topic_keeps_the_latest_per_key_and_drops_tombstones(
+    inprocess_factory: InProcessFactory,
+) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    node = inprocess_factory(
+        ["--zones", "zone-a", "--compaction-interval-ms", "200", "--compaction-max-delay-ms", "0"]
+    )
+    configs = {
+        "cleanup.policy": "compact",
+        "segment.ms": "1000",
+        "delete.retention.ms": "6000",
+        "min.cleanable.dirty.ratio": "0.01",
+    }
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    admin.create_topics([NewTopic("cfg", 1, config=configs)])["cfg"].result(30)
+    _produce(node.bootstrap, "cfg")
+    total = KEYS * UPDATES + TOMBSTONES
+    last_update = {k: (UPDATES - 1) * KEYS + k for k in range(KEYS)}
+    tombstone_at = {k: KEYS * UPDATES + k for k in range(TOMBSTONES)}
+
+    # Cleaned: one record per key, tombstones kept for now, each at its original offset.
+    with_tombstones = sorted(
+        [(tombstone_at[k], b"k%02d" % k, None) for k in range(TOMBSTONES)]
+        + [
+            (last_update[k], b"k%02d" % k, b"v%02d-%03d" % (k, UPDATES - 1))
+            for k in range(TOMBSTONES, KEYS)
+        ]
+    )
+    seen: list[object] = []
+
+    def cleaned(want: list[tuple[int, bytes, bytes | None]]) -> bool:
+        got = _all(node.bootstrap, "cfg")
+        seen[:] = [len(got)]
+        return got == want
+
+    wait_until(f"cleaning (records seen: {seen})", lambda: cleaned(with_tombstones), 40)
+    assert len(with_tombstones) == KEYS < total
+
+    # delete.retention.ms later the tombstones are gone; the rest read by every client.
+    latest = [r for r in with_tombstones if r[2] is not None]
+    wait_until("tombstones to go", lambda: cleaned(latest), 40)
+    want = [(o, k, v) for o, k, v in latest]
+    for consume in (ck_consume, kp_consume, aio_consume):
+        got: list[Consumed] = consume(node.bootstrap, "cfg", {0: len(want)})
+        assert [(c.offset, c.key, c.value) for c in got] == want, consume.__name__
