@@ -53,6 +53,7 @@ class Partition:
         compression: int = 0,
         producer_id: int = -1,
         sequence: int = -1,
+        timestamp_type: int = 0,
     ) -> None:
         """One batch produced at `at` and compacted at once into its own stream object."""
         batch = build_batch(
@@ -61,6 +62,7 @@ class Partition:
             producer_id=producer_id,
             producer_epoch=0 if producer_id >= 0 else -1,
             base_sequence=sequence,
+            timestamp_type=timestamp_type,
         )
         n = len(records)
         wal = IndexEntry(
@@ -323,3 +325,13 @@ def test_clean_mark_round_trip() -> None:
     assert clean_mark("wal/1/2-c") == (False, None)
     e = IndexEntry(0, 9, key, 0, 10, 0)
     assert dataclasses.replace(e, object_key=key + "-c").object_key.endswith("-c")
+
+
+def test_log_append_time_batches_keep_their_time_through_a_horizon() -> None:
+    p = Partition(_config())
+    p.produce([(b"a", b"1"), (b"b", b"1"), (b"a", None)], T0, timestamp_type=1)
+    assert p.run_cleaning(T0 + 10 * MIN) is not None
+    (h,) = [h for _, h in iter_batches(p.blob())]
+    assert h.timestamp_type == 1 and h.attributes & DELETE_HORIZON_FLAG
+    # Both readers give every record the batch's append time, as before the cleaning.
+    assert p.records() == [(1, b"b", b"1", T0 + 2), (2, b"a", None, T0 + 2)]
