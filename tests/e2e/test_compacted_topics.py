@@ -6,11 +6,13 @@ tombstones go once delete.retention.ms has passed."""
 from __future__ import annotations
 
 import time
+import urllib.request
 
 import pytest
 
 from tests.e2e.clients import Consumed, aio_consume, ck_consume, kp_consume, wait_until
 from tests.e2e.conftest import InProcessFactory
+from tests.node_harness import free_port_block
 
 pytestmark = pytest.mark.e2e
 
@@ -73,8 +75,10 @@ def test_compacted_topic_keeps_the_latest_per_key_and_drops_tombstones(
 ) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    http = free_port_block(1)
     node = inprocess_factory(
         ["--zones", "zone-a", "--compaction-interval-ms", "200", "--compaction-max-delay-ms", "0"]
+        + ["--http-port", str(http)]
     )
     configs = {
         "cleanup.policy": "compact",
@@ -111,6 +115,10 @@ def test_compacted_topic_keeps_the_latest_per_key_and_drops_tombstones(
     # delete.retention.ms later the tombstones are gone; the rest read by every client.
     latest = [r for r in with_tombstones if r[2] is not None]
     wait_until("tombstones to go", lambda: cleaned(latest), 40)
+    metrics = urllib.request.urlopen(f"http://127.0.0.1:{http}/metrics", timeout=10).read()
+    runs = [ln for ln in metrics.decode().splitlines() if ln.startswith("zonegate_cleaning_runs")]
+    assert runs and float(runs[0].rsplit(" ", 1)[1]) >= 2, runs  # one round, then tombstones
+
     # A record produced now follows the empty batch that keeps the cleaned range's last
     # offset (4004): every client reads past it.
     _produce_one(node.bootstrap, "cfg")
