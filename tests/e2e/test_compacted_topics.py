@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import time
 import urllib.request
+from collections.abc import Iterator
 
 import pytest
 
 from tests.e2e.clients import Consumed, aio_consume, ck_consume, kp_consume, wait_until
 from tests.e2e.conftest import InProcessFactory
 from tests.node_harness import free_port_block
+from tests.s3_server import FAKE_AWS_ENV, MotoS3Server
 
 pytestmark = pytest.mark.e2e
 
@@ -67,19 +69,37 @@ def _all(bootstrap: str, topic: str) -> list[tuple[int, bytes | None, bytes | No
     raise AssertionError("no end of partition within 20 s")
 
 
+@pytest.fixture(scope="module")
+def moto() -> Iterator[MotoS3Server]:
+    with MotoS3Server(default_bucket="zonegate-compacted") as server:
+        yield server
+
+
 @pytest.mark.parametrize(
-    ("codec", "topic_codec"), [("none", "producer"), ("snappy", "zstd")], ids=["plain", "zstd"]
+    ("store", "codec", "topic_codec"),
+    [("file", "none", "producer"), ("file", "snappy", "zstd"), ("s3", "lz4", "producer")],
+    ids=["file", "file-zstd", "s3"],
 )
 def test_compacted_topic_keeps_the_latest_per_key_and_drops_tombstones(
-    inprocess_factory: InProcessFactory, codec: str, topic_codec: str
+    inprocess_factory: InProcessFactory,
+    request: pytest.FixtureRequest,
+    store: str,
+    codec: str,
+    topic_codec: str,
 ) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     http = free_port_block(1)
-    node = inprocess_factory(
-        ["--zones", "zone-a", "--compaction-interval-ms", "200", "--compaction-max-delay-ms", "0"]
-        + ["--http-port", str(http)]
-    )
+    args = ["--zones", "zone-a", "--compaction-interval-ms", "200", "--compaction-max-delay-ms"]
+    args += ["0", "--http-port", str(http)]
+    if store == "s3":
+        moto: MotoS3Server = request.getfixturevalue("moto")
+        mp = request.getfixturevalue("monkeypatch")
+        for k, v in FAKE_AWS_ENV.items():
+            mp.setenv(k, v)
+        args += ["--object-store", "s3://zonegate-compacted/run", "--s3-endpoint"]
+        args += [moto.endpoint_url, "--wal-seal-age-ms", "20"]
+    node = inprocess_factory(args)
     configs = {
         "cleanup.policy": "compact",
         "segment.ms": "1000",
@@ -115,6 +135,9 @@ def test_compacted_topic_keeps_the_latest_per_key_and_drops_tombstones(
     # delete.retention.ms later the tombstones are gone; the rest read by every client.
     latest = [r for r in with_tombstones if r[2] is not None]
     wait_until("tombstones to go", lambda: cleaned(latest), 40)
+    if store == "s3":  # the cleaned objects are there, their keys marked clean
+        listed = moto.client().list_objects_v2(Bucket="zonegate-compacted", Prefix="run/streams/")
+        assert any(o["Key"].endswith("-c") for o in listed.get("Contents", []))
     metrics = urllib.request.urlopen(f"http://127.0.0.1:{http}/metrics", timeout=10).read()
     runs = [ln for ln in metrics.decode().splitlines() if ln.startswith("zonegate_cleaning_runs")]
     assert runs and float(runs[0].rsplit(" ", 1)[1]) >= 2, runs  # one round, then tombstones
