@@ -2,8 +2,8 @@
 
 One `zonegate serve` node process on S3 (moto's server); topics with a short
 `retention.ms` take a steady produce rate from a confluent-kafka producer for
-several retention periods. Every second it samples: the bucket's WAL bytes
-(LIST), the bytes retention keeps (the batches the index names, SUM(length)),
+several retention periods. Every second it samples: the bucket's WAL and
+stream object bytes (LIST), the bytes retention keeps (the batches the index names, SUM(length)),
 and the rows of the metadata store (every table). Once retention has been
 reached (from the second period on) the bucket should hold about what
 retention keeps: whole WAL objects, some a segment's span older than the
@@ -126,7 +126,15 @@ def main() -> None:
                 p.poll(0)
                 if now >= next_sample:
                     named, rows = store_figures(node.data_dir / "meta.db")
-                    samples.append((now - start, bucket_bytes(client, "bench/wal/"), named, rows))
+                    samples.append(
+                        (
+                            now - start,
+                            bucket_bytes(client, "bench/wal/")
+                            + bucket_bytes(client, "bench/streams/"),
+                            named,
+                            rows,
+                        )
+                    )
                     next_sample += 1.0
                 time.sleep(max(0.0, start + (i / per_tick) * 0.01 - time.monotonic()))
             assert p.flush(60) == 0

@@ -94,6 +94,12 @@ def test_each_family_is_there_after_traffic(tmp_path: Path) -> None:
         # The first Produce of a new topic, or the group's first OffsetFetch, answers
         # with an error code a client retries; every answered error is counted by code.
         assert "zonegate_errors_total" in m
+        # GETs and PUTs by purpose; the block cache (empty: nothing is compacted yet).
+        puts = m["zonegate_object_store_class_requests_total"]
+        assert {dict(k)["io_class"] for k in puts if dict(k)["op"] == "put"}, puts
+        assert "zonegate_object_store_class_bytes_total" in m
+        assert list(m["zonegate_block_cache_bytes"].values()) == [0.0]
+        assert _labels(m["zonegate_block_cache_lookups_total"], "result") == {"hit", "miss"}
     finally:
         node.stop()
 

@@ -2,7 +2,7 @@
 
 Each function produces `SampleRecord`s to explicit partitions and returns the
 (partition, offset) the client was told, or consumes partitions from offset 0
-and returns the records as the client decoded them.
+(or `start`) and returns the records as the client decoded them.
 """
 
 from __future__ import annotations
@@ -85,7 +85,9 @@ def ck_produce(
     return [results[i] for i in range(len(recs))]
 
 
-def ck_consume(bootstrap: str, topic: str, counts: dict[int, int]) -> list[Consumed]:
+def ck_consume(
+    bootstrap: str, topic: str, counts: dict[int, int], start: int = 0
+) -> list[Consumed]:
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer(
@@ -96,7 +98,7 @@ def ck_consume(bootstrap: str, topic: str, counts: dict[int, int]) -> list[Consu
             "auto.offset.reset": "earliest",
         }
     )
-    consumer.assign([TopicPartition(topic, p, 0) for p in counts])
+    consumer.assign([TopicPartition(topic, p, start) for p in counts])
     out: list[Consumed] = []
     got: dict[int, int] = defaultdict(int)
     deadline = time.monotonic() + 60
@@ -153,7 +155,9 @@ def kp_produce(
     return out
 
 
-def kp_consume(bootstrap: str, topic: str, counts: dict[int, int]) -> list[Consumed]:
+def kp_consume(
+    bootstrap: str, topic: str, counts: dict[int, int], start: int = 0
+) -> list[Consumed]:
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(
@@ -163,7 +167,11 @@ def kp_consume(bootstrap: str, topic: str, counts: dict[int, int]) -> list[Consu
         auto_offset_reset="earliest",
     )
     consumer.assign([TopicPartition(topic, p) for p in counts])
-    consumer.seek_to_beginning()
+    if start:
+        for p in counts:
+            consumer.seek(TopicPartition(topic, p), start)
+    else:
+        consumer.seek_to_beginning()
     out: list[Consumed] = []
     got: dict[int, int] = defaultdict(int)
     deadline = time.monotonic() + 60
@@ -215,7 +223,9 @@ def aio_produce(
     return asyncio.run(run())
 
 
-def aio_consume(bootstrap: str, topic: str, counts: dict[int, int]) -> list[Consumed]:
+def aio_consume(
+    bootstrap: str, topic: str, counts: dict[int, int], start: int = 0
+) -> list[Consumed]:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     async def run() -> list[Consumed]:
@@ -228,7 +238,11 @@ def aio_consume(bootstrap: str, topic: str, counts: dict[int, int]) -> list[Cons
         await consumer.start()
         try:
             consumer.assign([TopicPartition(topic, p) for p in counts])
-            await consumer.seek_to_beginning()
+            if start:
+                for p in counts:
+                    consumer.seek(TopicPartition(topic, p), start)
+            else:
+                await consumer.seek_to_beginning()
             out: list[Consumed] = []
             got: dict[int, int] = defaultdict(int)
             deadline = time.monotonic() + 60

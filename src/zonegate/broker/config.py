@@ -23,6 +23,7 @@ class NodeConfig:
     wal_max_inflight_uploads: int = 4
     wal_seal_when_idle: bool = True  # group commit: seal at once when no upload is in flight
     log_cache_bytes: int = 256 * 1024 * 1024
+    block_cache_bytes: int = 256 * 1024 * 1024  # stream objects' blocks (docs/storage.md)
     max_request_bytes: int = 104_857_600  # socket.request.max.bytes
     auto_create_topics: bool = True  # auto.create.topics.enable
     default_partitions: int = 1  # num.partitions

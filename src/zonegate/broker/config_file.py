@@ -46,6 +46,7 @@ KEYS: dict[str, str] = {
     "wal_seal_bytes": "zonegate.wal.seal.bytes",
     "wal_seal_age_ms": "zonegate.wal.seal.age.ms",
     "wal_seal_when_idle": "zonegate.wal.seal.when.idle",
+    "block_cache_bytes": "zonegate.block.cache.bytes",
     "auto_create_topics": "auto.create.topics.enable",
     "num_partitions": "num.partitions",
     "max_request_bytes": "socket.request.max.bytes",

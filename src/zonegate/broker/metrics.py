@@ -87,6 +87,7 @@ class NodeCollector(Collector):
         hits.add_metric([str(acc.node_id), "hit"], node.log_cache.hits)
         hits.add_metric([str(acc.node_id), "miss"], node.log_cache.misses)
         yield hits
+        yield from _read_caches_and_purposes(node, str(acc.node_id))
         per_fetch = node.reader.gets_per_fetch
         gets = HistogramMetricFamily(
             "zonegate_fetch_object_gets",
@@ -103,6 +104,40 @@ class NodeCollector(Collector):
         yield gets
         yield from _storage_metrics(node, str(acc.node_id))
         yield from _operations(node, str(acc.node_id))
+
+
+def _read_caches_and_purposes(node: Node, me: str) -> Iterator[Metric]:
+    """The block cache (docs/storage.md, "Caches and readahead"), and the object store's
+    GETs and PUTs by purpose (runtime/io_class.py)."""
+    blocks = node.block_cache
+    size = GaugeMetricFamily(
+        "zonegate_block_cache_bytes", "Block cache size (stream objects' blocks)", labels=["node"]
+    )
+    size.add_metric([me], blocks.size_bytes)
+    yield size
+    lookups = CounterMetricFamily(
+        "zonegate_block_cache_lookups",
+        "Block cache lookups of 1 MiB blocks of stream objects",
+        labels=["node", "result"],
+    )
+    lookups.add_metric([me, "hit"], blocks.hits)
+    lookups.add_metric([me, "miss"], blocks.misses)
+    yield lookups
+    requests = CounterMetricFamily(
+        "zonegate_object_store_class_requests",
+        "Object-store GETs and PUTs (attempts) by I/O class: what they were for",
+        labels=["node", "op", "io_class"],
+    )
+    sizes = CounterMetricFamily(
+        "zonegate_object_store_class_bytes",
+        "Bytes of object-store GETs and PUTs by I/O class",
+        labels=["node", "op", "io_class"],
+    )
+    for (op, io_class), counts in sorted(list(node.store.by_class.items())):
+        requests.add_metric([me, op, io_class], counts.requests)
+        sizes.add_metric([me, op, io_class], counts.bytes)
+    yield requests
+    yield sizes
 
 
 def _histogram(
@@ -259,6 +294,12 @@ def _storage_metrics(node: Node, node_id: str) -> Iterator[CounterMetricFamily |
             "Age of the oldest data of a partition this node leads still in a WAL object",
             comp.oldest_ms / 1000,
             GaugeMetricFamily,
+        ),
+        (
+            "zonegate_compaction_passes",
+            "Compaction passes finished (the backlog figures are as of the last)",
+            comp.passes,
+            CounterMetricFamily,
         ),
         (
             "zonegate_compaction_bytes",

@@ -58,6 +58,7 @@ from zonegate.services.groups import RoutedGroups
 from zonegate.services.read_path import ReadService
 from zonegate.services.retention import RetentionService
 from zonegate.services.write_path import ProduceService
+from zonegate.storage.block_cache import BlockCache
 from zonegate.storage.cleaner import CleanerConfig, is_compacted
 from zonegate.storage.gc import GcSettings, ObjectGc
 from zonegate.storage.log_cache import LogCache
@@ -85,7 +86,8 @@ class Node:
             pack_max_age_s=min(60.0, config.gc_orphan_grace_ms / 2000),
         )
         self.log_cache = LogCache(config.log_cache_bytes)
-        self.reader = StreamReader(self.store, self.log_cache)
+        self.block_cache = BlockCache(config.block_cache_bytes)
+        self.reader = StreamReader(self.store, self.log_cache, block_cache=self.block_cache)
         self.accounting = Accounting(config.node_id, config.zone)
         self.local_leader = LeaderService(self.meta, clock, self._segmenting)
         self.lock = DataDirLock(config.data_dir)

@@ -219,6 +219,14 @@ def _add_node_args(p: argparse.ArgumentParser, *, embedded: bool) -> None:
         help="seal and upload a WAL object when it holds this many bytes (default 8388608, 8 MiB)",
     )
     p.add_argument(
+        "--block-cache-bytes",
+        metavar="BYTES",
+        type=_at_least(0, int),
+        default=256 * 1024 * 1024,
+        help="each node's cache of 1 MiB blocks of stream objects, read ahead for catch-up "
+        "consumers (docs/storage.md; default 268435456, 256 MiB; 0 turns it off)",
+    )
+    p.add_argument(
         "--wal-seal-age-ms",
         metavar="MS",
         type=_at_least(0, float),
@@ -476,6 +484,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         s3_endpoint=args.s3_endpoint,
         metastore_url=args.metastore,
         wal_seal_bytes=args.wal_seal_bytes,
+        block_cache_bytes=args.block_cache_bytes,
         wal_seal_age_ms=args.wal_seal_age_ms,
         wal_seal_when_idle=args.wal_seal_when_idle == "true",
         auto_create_topics=args.auto_create_topics == "true",

@@ -58,7 +58,7 @@ class CompactionSettings:
 
 @dataclass
 class CompactionStats:
-    passes: int = 0
+    passes: int = 0  # finished
     objects_written: int = 0
     bytes_compacted: int = 0  # bytes of WAL ranges rewritten into stream objects
     entries_replaced: int = 0
@@ -127,7 +127,6 @@ class Compactor:
         self.cleaning = CleaningTotals()
 
     async def run_once(self) -> None:
-        self.stats.passes += 1
         backlog: dict[int, int] = {}
         oldest = 0
         with io_class("compaction"):
@@ -149,6 +148,7 @@ class Compactor:
         self.stats.per_partition = backlog
         self.stats.backlog_bytes = sum(backlog.values())
         self.stats.oldest_ms = oldest
+        self.stats.passes += 1  # counted once done, with the figures above as of it
 
     async def _compact(self, target: Target) -> None:
         epoch, tail = await self._leader.tail(target.stream_id)

@@ -4,12 +4,15 @@ object store, offsets by time, where leader epochs end.
 Fetch long polls wait on the leader's high-watermark changes (no polling)
 until `min_bytes` are there or `max_wait` passes. Each batch's base offset and
 partition leader epoch are patched on the way out (the CRC does not cover
-them); batches are never decompressed on this path. Each read pass takes at
+them); batches are never decompressed on this path. An entry of a stream
+object is a chunk of whole batches with final offsets: its batches wholly
+below the fetch offset are left out, and the byte limits are kept at batch
+boundaries (at least one batch per answer, as Kafka). Each read pass takes at
 most MAX_GETS_PER_FETCH object-store GETs (storage/reader.py), however far
-behind the consumer is. By timestamp, the first stored batch whose max
-timestamp reaches the target is read and decoded (within the topic's
-max.message.bytes) to find the exact first record at or after it, as Kafka's
-time index does.
+behind the consumer is. By timestamp, the first stored entry whose max
+timestamp reaches the target is read and decoded (a chunk's batches each at
+its own base offset; within the topic's max.message.bytes) to find the exact
+first record at or after it, as Kafka's time index does.
 
 A partition that is deleted meanwhile answers UNKNOWN_TOPIC_OR_PARTITION, one
 whose leader stays out of reach NOT_LEADER_OR_FOLLOWER (the client refreshes
@@ -29,12 +32,13 @@ from kio.schema.errors import ErrorCode
 from zonegate.leader_forwarder.api import Leader
 from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
 from zonegate.metastore.models import TopicInfo
-from zonegate.records.batch import CorruptBatch, patch_batch
+from zonegate.records.batch import CorruptBatch, iter_batches, patch_batch
 from zonegate.records.decode import Record, decode_records
 from zonegate.runtime.clock import Clock
 from zonegate.services.api import FetchedPartition, FetchPartition, OffsetAnswer
 from zonegate.storage.index import IndexEntry, UnknownStream
 from zonegate.storage.reader import MAX_GETS_PER_READ, StreamReader
+from zonegate.storage.stream_objects import is_stream_key
 
 log = logging.getLogger(__name__)
 
@@ -168,29 +172,29 @@ class ReadService:
         if res.error != ErrorCode.none or not res.entries:
             return 0, 0
         entries = list(res.entries)
-        # Beyond the first batch of the whole answer, stay within the limits.
+        # Beyond the first batch of the whole answer, stay within the limits: whole WAL
+        # entries (one batch each); a chunk that does not fit is read and cut at its
+        # batches below.
         if total > 0 or p.max_bytes < entries[0].length:
             kept: list[IndexEntry] = []
             size = 0
             for e in entries:
                 if size + e.length > budget and (kept or total > 0):
+                    if is_stream_key(e.object_key):
+                        kept.append(e)
                     break
                 kept.append(e)
                 size += e.length
             entries = kept
         if not entries:
             return 0, 0
-        blobs, gets = await self._reader.read_prefix(entries, max(gets_left, 0 if total else 1))
+        blobs, gets = await self._reader.read_prefix(
+            entries, max(gets_left, 0 if total else 1), fetch=True
+        )
         if not blobs:
             return 0, gets  # this answer's GETs are spent: the client asks again from here
-        entries = entries[: len(blobs)]
-        buf = bytearray(b"".join(blobs))
-        pos = 0
-        for e, blob in zip(entries, blobs, strict=True):
-            patch_batch(buf, pos, e.base_offset, a.leader_epoch)
-            pos += len(blob)
-        a.records = bytes(buf)
-        return len(buf), gets
+        a.records = records_for_fetch(entries, blobs, p.offset, budget, total, a.leader_epoch)
+        return len(a.records), gets
 
     # -- offsets -----------------------------------------------------------------
     async def _stream(self, topic: str, partition: int) -> tuple[int, TopicInfo] | None:
@@ -218,7 +222,9 @@ class ReadService:
             return OffsetAnswer(ErrorCode.corrupt_message)
 
     async def _records(self, entry: IndexEntry, max_message_bytes: int) -> list[Record]:
-        (blob,) = await self._reader.read([entry])
+        (blob,) = await self._reader.read([entry], fetch=True)
+        if is_stream_key(entry.object_key):  # a chunk: its batches' offsets are final
+            return decode_records(blob, max_message_bytes)
         buf = bytearray(blob)
         patch_batch(buf, 0, entry.base_offset, 0)
         return decode_records(bytes(buf), max_message_bytes)
@@ -296,6 +302,41 @@ class ReadService:
             # epoch's records all lie below the high watermark.
             return OffsetAnswer(ErrorCode.none, offset=hwm, leader_epoch=epoch)
         return OffsetAnswer(ErrorCode.none, offset=ended[1], leader_epoch=ended[0])
+
+
+def records_for_fetch(
+    entries: Sequence[IndexEntry],
+    blobs: Sequence[bytes],
+    offset: int,
+    budget: int,
+    total: int,
+    leader_epoch: int,
+) -> bytes:
+    """A partition's records for a Fetch from `offset`: the batches of `blobs` (the bytes
+    of `entries`, a prefix of them), base offsets and partition leader epochs patched,
+    within `budget` at batch boundaries (the first batch of the whole answer, when
+    `total` is 0, whatever its size, as Kafka). A WAL entry is one batch, stored with
+    the producer's base offset; a chunk's batches have their final offsets, and those
+    wholly below `offset` are left out."""
+    out = bytearray()
+    for e, blob in zip(entries, blobs, strict=False):
+        if not is_stream_key(e.object_key):
+            if len(out) + len(blob) > budget and (out or total > 0):
+                break
+            pos = len(out)
+            out += blob
+            patch_batch(out, pos, e.base_offset, leader_epoch)
+            continue
+        view = memoryview(blob)
+        for at, h in iter_batches(view):
+            if h.base_offset + h.last_offset_delta < offset:
+                continue
+            if len(out) + h.size > budget and (out or total > 0):
+                return bytes(out)
+            pos = len(out)
+            out += view[at : at + h.size]
+            patch_batch(out, pos, h.base_offset, leader_epoch)
+    return bytes(out)
 
 
 def legacy_offsets(

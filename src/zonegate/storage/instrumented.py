@@ -3,7 +3,8 @@
 Kept apart from the backends (as SlateDB's retrying/instrumented stores are) so
 every backend gets the same retry policy and every S3 request is counted in one
 place for usage records. Tests use `inject_fault` to make the next calls of an
-operation fail without a misbehaving server.
+operation fail without a misbehaving server. GETs and PUTs are also counted by
+purpose: the I/O class the caller set (runtime/io_class.py), for /metrics.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from zonegate.runtime.histogram import Histograms
+from zonegate.runtime.io_class import current_io_class
 from zonegate.storage.objects import (
     ObjectInfo,
     ObjectNotFound,
@@ -58,6 +60,14 @@ class ObjectStoreStats:
     get_bytes: int = 0
 
 
+@dataclass(slots=True)
+class ClassCounts:
+    """GETs or PUTs of one I/O class since the store opened (attempts, as S3 bills)."""
+
+    requests: int = 0
+    bytes: int = 0
+
+
 def is_transient(exc: BaseException) -> bool:
     """Whether another attempt may succeed. Not-found and bad requests never will."""
     if isinstance(exc, (ObjectNotFound, *_PERMANENT_OS_ERRORS)):
@@ -94,6 +104,8 @@ class InstrumentedObjectStore:
         self._put_bytes = 0
         self._get_bytes = 0
         self.latency = Histograms()  # seconds per operation ("put", "get_range", ...)
+        # ("get" or "put", I/O class) -> requests and bytes, never reset.
+        self.by_class: dict[tuple[str, str], ClassCounts] = {}
 
     # -- stats ---------------------------------------------------------------
 
@@ -112,6 +124,16 @@ class InstrumentedObjectStore:
         self._put_requests = self._get_requests = self._other_requests = 0
         self._put_bytes = self._get_bytes = 0
         return snapshot
+
+    def _count(self, kind: str, n_bytes: int = 0) -> ClassCounts:
+        """Counts one request of `kind` in the caller's I/O class."""
+        key = (kind, current_io_class())
+        counts = self.by_class.get(key)
+        if counts is None:
+            counts = self.by_class[key] = ClassCounts()
+        counts.requests += 1
+        counts.bytes += n_bytes
+        return counts
 
     # -- faults --------------------------------------------------------------
 
@@ -163,6 +185,7 @@ class InstrumentedObjectStore:
         async def attempt() -> None:
             self._put_requests += 1
             self._put_bytes += len(data)
+            self._count("put", len(data))
             await self.inner.put(key, data)
 
         await self._call("put", attempt)
@@ -183,6 +206,7 @@ class InstrumentedObjectStore:
         async def attempt() -> str:
             self._put_requests += 1
             self._put_bytes += len(data)
+            self._count("put", len(data))
             return await packer.put_packed(prefix, data)
 
         return await self._call("put", attempt)
@@ -195,6 +219,7 @@ class InstrumentedObjectStore:
             attempts += 1
             self._put_requests += 1
             self._put_bytes += len(data)
+            self._count("put", len(data))
             return await self.inner.put_if_absent(key, data)
 
         created = await self._call("put_if_absent", attempt)
@@ -211,8 +236,10 @@ class InstrumentedObjectStore:
     async def get(self, key: str) -> bytes:
         async def attempt() -> bytes:
             self._get_requests += 1
+            counts = self._count("get")
             data = await self.inner.get(key)
             self._get_bytes += len(data)
+            counts.bytes += len(data)
             return data
 
         return await self._call("get", attempt)
@@ -220,8 +247,10 @@ class InstrumentedObjectStore:
     async def get_range(self, key: str, start: int, length: int) -> bytes:
         async def attempt() -> bytes:
             self._get_requests += 1
+            counts = self._count("get")
             data = await self.inner.get_range(key, start, length)
             self._get_bytes += len(data)
+            counts.bytes += len(data)
             return data
 
         return await self._call("get_range", attempt)
