@@ -7,7 +7,8 @@ latest offset, then the clean and dirty parts are read again in groups of
 about `--stream-object-bytes`, cleaned and PUT as objects with the clean mark
 (crash point `cleaning:after-upload`), and all their entries swapped for the
 ones cleaned in one transaction fenced by the leader epoch
-(`LeaderService.swap`, crash point `compaction:after-swap`). A refused swap
+(`LeaderService.swap`, crash points `compaction:after-swap` and
+`cleaning:after-swap`). A refused swap
 deletes the objects at once; the ones replaced go by object GC. Reads, builds
 and PUTs go through the compaction I/O class, the CPU work to a thread.
 """
@@ -93,12 +94,14 @@ async def clean_partition(
                 keys.append(obj.key)
                 new += obj.entries
                 totals.bytes_written += len(obj.data)
-        crash_point("cleaning:after-upload")
-        swapped = await leader.swap(stream_id, epoch, old, new)
     except BaseException:
+        # Nothing names them yet: they go at once. (Not after the swap was tried: a swap
+        # that raised may have committed, and its objects are then named.)
         if keys:
             await asyncio.shield(store.delete_many(keys))
         raise
+    crash_point("cleaning:after-upload")
+    swapped = await leader.swap(stream_id, epoch, old, new)
     totals.bytes_read += stats.bytes_read
     totals.records_read += stats.records_read
     totals.records_kept += stats.records_kept
@@ -107,6 +110,7 @@ async def clean_partition(
         log.info("cleaning of stream %d refused (range changed or leader moved)", stream_id)
         await store.delete_many(keys)
         return False
+    crash_point("cleaning:after-swap")
     totals.cleanings += 1
     log.info(
         "stream %d cleaned offsets %d-%d: %d of %d records kept, %d entries into %d",

@@ -136,9 +136,10 @@ class LeaderService:
             state = await self._meta.load_partition(stream_id)
             # Read once, to draw the segments and keep the tail; not kept whole.
             entries = await self._meta.read_index(stream_id)
+            # The store's log start, not the first entry's offset: cleaning a compacted
+            # topic removes records from the head without moving it (as Kafka's segments
+            # keep their base offsets).
             log_start = state.log_start_offset
-            if entries:
-                log_start = max(log_start, entries[0].base_offset)
             in_streams = max(
                 (i + 1 for i, e in enumerate(entries) if is_stream_key(e.object_key)), default=0
             )
