@@ -47,7 +47,7 @@ from zonegate.storage.stream_objects import build_stream_object
 log = logging.getLogger(__name__)
 
 STREAM_OBJECT_BYTES = 16 * 1024 * 1024
-MAX_DELAY_MS = 600_000
+MAX_DELAY_MS = 540_000  # 9 minutes: with a pass's interval and work, under 10
 
 
 @dataclass(frozen=True)
