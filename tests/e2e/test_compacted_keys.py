@@ -27,16 +27,28 @@ def _create(node: InProcessNode, topic: str, configs: dict[str, str]) -> None:
 
 
 def _values(node: InProcessNode, topic: str, n: int) -> list[bytes | None]:
-    from confluent_kafka import Consumer, TopicPartition
+    """The values of partition 0 to its end (at most `n`; up to 10 s)."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-    c = Consumer({"bootstrap.servers": node.bootstrap, "group.id": f"k-{time.monotonic_ns()}"})
+    c = Consumer(
+        {
+            "bootstrap.servers": node.bootstrap,
+            "group.id": f"k-{time.monotonic_ns()}",
+            "enable.partition.eof": True,
+        }
+    )
     c.assign([TopicPartition(topic, 0, 0)])
     got: list[bytes | None] = []
     deadline = time.monotonic() + 10
     while len(got) < n and time.monotonic() < deadline:
         m = c.poll(0.2)
-        if m is not None and m.error() is None:
-            got.append(m.value())
+        if m is None:
+            continue
+        if m.error() is not None:
+            if m.error().code() == KafkaError._PARTITION_EOF:
+                break
+            continue
+        got.append(m.value())
     c.close()
     return got
 
