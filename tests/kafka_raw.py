@@ -5,10 +5,13 @@ Real clients never send malformed frames, so the tests that do use this.
 
 from __future__ import annotations
 
+import datetime
 import socket
 import struct
 from typing import Any
 
+from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.static.primitive import i16, i32
 from kio.static.protocol import RequestPayload
 
 from zonegate.proxy.codec import decode_response, encode_request, response_type
@@ -52,3 +55,25 @@ class RawConnection:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def produce_one(port: int, topic: str, batch: bytes) -> Any:
+    """The partition's answer to one Produce (v9, acks=-1) of `batch` to partition 0."""
+    conn = RawConnection(port)
+    try:
+        resp = conn.request(
+            ProduceRequest(
+                transactional_id=None,
+                acks=i16(-1),
+                timeout=datetime.timedelta(seconds=30),
+                topic_data=(
+                    TopicProduceData(
+                        name=topic,  # type: ignore[arg-type]
+                        partition_data=(PartitionProduceData(index=i32(0), records=batch),),
+                    ),
+                ),
+            )
+        )
+        return resp.responses[0].partition_responses[0]
+    finally:
+        conn.close()

@@ -275,3 +275,83 @@ def _produce_keep(node: RunningNode, n: int) -> None:
         if i % 10 == 9:
             assert p.flush(30) == 0
     assert p.flush(30) == 0
+
+
+CLEANING_STEPS = ["cleaning:after-upload", "cleaning:after-swap"]
+
+
+def _read_all(node: RunningNode, topic: str) -> list[tuple[int, bytes | None, bytes | None]]:
+    """Every record of partition 0 to its end, by a fresh confluent-kafka consumer."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    c = Consumer(
+        {
+            "bootstrap.servers": node.bootstrap,
+            "group.id": f"all-{time.monotonic_ns()}",
+            "enable.partition.eof": True,
+        }
+    )
+    c.assign([TopicPartition(topic, 0, 0)])
+    out: list[tuple[int, bytes | None, bytes | None]] = []
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error() is not None:
+                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
+                return out
+            out.append((m.offset(), m.key(), m.value()))
+    finally:
+        c.close()
+    raise AssertionError("no end of partition within 30 s")
+
+
+@pytest.mark.parametrize("step", CLEANING_STEPS)
+def test_kill9_at_each_cleaning_step(node_factory: NodeFactory, store: Store, step: str) -> None:
+    """A compacted topic's cleaning dies after uploading its cleaned objects, or after
+    swapping them in; after a restart the latest value of every key is read at its
+    offset, and the store holds exactly what the index names."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewTopic,
+    )
+
+    args, env, listed = store
+    fast = [*FAST, *args, "--compaction-interval-ms", "200", "--compaction-max-delay-ms", "0"]
+    node = node_factory(fast, env={**env, "ZONEGATE_CRASH_AT": step})
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    configs = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01"}
+    for f in admin.create_topics([NewTopic("keyed", 1, config=configs)]).values():
+        f.result(30)
+    p = Producer({"bootstrap.servers": node.bootstrap, "enable.idempotence": True})
+    for u in range(20):
+        for k in range(10):
+            p.produce("keyed", key=b"k%d" % k, value=b"u%02d-k%d" % (u, k))
+        assert p.flush(30) == 0
+    # The active segment is never cleaned: only a short segment.ms makes cleaning due.
+    entry = ConfigEntry("segment.ms", "200", incremental_operation=AlterConfigOpType.SET)
+    res = admin.incremental_alter_configs(
+        [ConfigResource(ConfigResource.Type.TOPIC, "keyed", incremental_configs=[entry])]
+    )
+    next(iter(res.values())).result(30)
+    assert node.proc is not None
+    status = node.proc.wait(60)
+    assert status == 137, f"node ended with {status}, not at {step}"
+    assert f"killed at {step}" in node.log_text()
+
+    node.env = dict(env)
+    node.restart()
+    latest = [(190 + k, b"k%d" % k, b"u19-k%d" % k) for k in range(10)]
+    wait_until("the latest value of every key only", lambda: _read_all(node, "keyed") == latest)
+
+    def settled() -> bool:
+        return listed() == _referenced(node) and _gc_rows(node) == 0
+
+    wait_until("the store to hold exactly what the index names", settled)
+    assert _read_all(node, "keyed") == latest

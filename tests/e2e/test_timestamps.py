@@ -5,18 +5,15 @@ message.timestamp.before/after.max.ms enforced with INVALID_TIMESTAMP.
 
 from __future__ import annotations
 
-import datetime
 import time
 from typing import Any
 
 import pytest
 from crc32c import crc32c
-from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
-from kio.static.primitive import i16, i32
 
 from tests.e2e.conftest import InProcessFactory
 from tests.inprocess import InProcessNode
-from tests.kafka_raw import RawConnection
+from tests.kafka_raw import produce_one
 from zonegate.records.build import build_batch
 
 pytestmark = pytest.mark.e2e
@@ -112,28 +109,6 @@ def _with_header_max_timestamp(batch: bytes, max_ts: int) -> bytes:
     return bytes(b)
 
 
-def _produce_raw(port: int, topic: str, batch: bytes) -> Any:
-    """The partition's answer to one Produce (v9) of `batch` to partition 0."""
-    conn = RawConnection(port)
-    try:
-        resp = conn.request(
-            ProduceRequest(
-                transactional_id=None,
-                acks=i16(-1),
-                timeout=datetime.timedelta(seconds=30),
-                topic_data=(
-                    TopicProduceData(
-                        name=topic,  # type: ignore[arg-type]
-                        partition_data=(PartitionProduceData(index=i32(0), records=batch),),
-                    ),
-                ),
-            )
-        )
-        return resp.responses[0].partition_responses[0]
-    finally:
-        conn.close()
-
-
 @pytest.mark.parametrize("codec", [0, 1, 4], ids=["none", "gzip", "zstd"])
 def test_a_header_max_timestamp_of_minus_one_is_not_trusted(
     inprocess_factory: InProcessFactory, codec: int
@@ -152,7 +127,7 @@ def test_a_header_max_timestamp_of_minus_one_is_not_trusted(
     batch = build_batch(
         [(None, b"v%d" % i, (), ts) for i, ts in enumerate(stamps)], compression=codec
     )
-    answer = _produce_raw(node.port, "hdr", _with_header_max_timestamp(batch, -1))
+    answer = produce_one(node.port, "hdr", _with_header_max_timestamp(batch, -1))
     assert int(answer.error_code) == 0
     c = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "hdr"})
     found = c.offsets_for_times([TopicPartition("hdr", 0, base + 2_500)], timeout=10)
@@ -195,7 +170,7 @@ def test_timestamps_outside_the_window_are_refused(inprocess_factory: InProcessF
     assert [m.value() for m in got] == [b"r1", b"r3"], "refused records were not stored"
     # The raw answer names the record and the reason (KIP-467 record errors).
     batch = build_batch([(None, b"a", (), now), (None, b"b", (), now + 2 * HOUR)])
-    part = _produce_raw(node.port, "window", batch)
+    part = produce_one(node.port, "window", batch)
     assert int(part.error_code) == 32  # INVALID_TIMESTAMP
     assert [int(e.batch_index) for e in part.record_errors] == [1]
     assert "message.timestamp.after.max.ms" in (part.error_message or "")

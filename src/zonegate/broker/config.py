@@ -50,7 +50,7 @@ class NodeConfig:
     # Compaction of WAL ranges into stream objects (docs/storage.md, part 2).
     compaction_interval_ms: int = 5_000
     stream_object_bytes: int = 16 * 1024 * 1024
-    compaction_max_delay_ms: int = 600_000
+    compaction_max_delay_ms: int = 540_000
     drain_timeout_s: float = 10.0
     # Classic consumer groups, Kafka's broker settings and defaults.
     group_min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms

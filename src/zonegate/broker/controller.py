@@ -13,21 +13,48 @@ cluster) come back within it and find their partitions where they left them,
 instead of the first one up taking every partition of the others. The same
 holds after the metadata store was unreachable for longer than a lease: no
 node could renew meanwhile, and all of them do within a heartbeat of its return.
+
+A node whose process died (kill -9, OOM, a crash) leaves its lease running,
+and waiting it out stalls its partitions for up to a lease. So each pass also
+probes the nodes that stopped renewing (silent for a quarter of a lease): a
+connection to a node's leader RPC port that is *refused* means no process
+listens there any more, and its lease is ended at once (fenced by its
+incarnation, so a new start of the node is never touched). A node that is
+only slow, paused, or out of reach accepts the connection or lets it time
+out, and keeps its lease: then only its lease's end moves its partitions, as
+before, and a paused process that wakes can commit nothing anyway (leader
+epochs fence it).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from zonegate.metastore.api import ClusterStore
-from zonegate.metastore.models import MetaStoreUnavailable
+from zonegate.metastore.models import MetaStoreUnavailable, NodeRecord
 from zonegate.router.membership import Membership
 from zonegate.router.placement import place
 from zonegate.runtime.clock import SYSTEM_CLOCK
 
 log = logging.getLogger(__name__)
 LEASE = "controller"
+_PROBE_TIMEOUT_S = 0.5
+
+
+async def _refused(node: NodeRecord) -> bool:
+    """Whether the node's leader RPC port refuses a connection: its process is gone."""
+    try:
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection(node.rpc_host, node.rpc_port), _PROBE_TIMEOUT_S
+        )
+    except ConnectionRefusedError:
+        return True
+    except (OSError, TimeoutError):
+        return False  # out of reach, not known dead: its lease decides
+    writer.close()
+    return False
 
 
 class Controller:
@@ -68,7 +95,8 @@ class Controller:
         if now < self._started_ms + self._members.lease_ms:
             return 0  # nodes stopped with us may be starting again (module doc)
         nodes = await meta.list_nodes()
-        live = [n for n in nodes if n.live(now)]
+        gone = await self._gone(meta, nodes, now)
+        live = [n for n in nodes if n.live(now) and n.node_id not in gone]
         if not live:
             return 0
         live_ids = {n.node_id for n in live}
@@ -87,3 +115,31 @@ class Controller:
             sorted({p.leader_node for p in orphaned}),
         )
         return len(moves)
+
+    async def _gone(self, meta: ClusterStore, nodes: Sequence[NodeRecord], now: int) -> set[int]:
+        """Nodes whose lease runs but whose process is gone (module doc); their leases
+        are ended."""
+        me = self._members.me.node_id
+        lease = self._members.lease_ms
+        silent = [
+            n
+            for n in nodes
+            if n.node_id != me
+            and n.live(now)
+            and now - (n.lease_expires_ms - lease) > lease // 4
+            and n.rpc_port > 0
+        ]
+        if not silent:
+            return set()
+        refused = await asyncio.gather(*(_refused(n) for n in silent))
+        gone = {n for n, r in zip(silent, refused, strict=True) if r}
+        for n in gone:
+            await meta.expire_node(n.node_id, n.incarnation)
+            log.warning(
+                "node %d stopped renewing its lease and its leader RPC port %s:%d refuses "
+                "connections: its process is gone; its lease ended now",
+                n.node_id,
+                n.rpc_host,
+                n.rpc_port,
+            )
+        return {n.node_id for n in gone}

@@ -385,6 +385,24 @@ def _storage_metrics(node: Node, node_id: str) -> Iterator[CounterMetricFamily |
             CounterMetricFamily,
         ),
         (
+            "zonegate_cleaning_runs",
+            "Key-based cleanings of compacted partitions swapped in",
+            node.compactor.cleaning.cleanings,
+            CounterMetricFamily,
+        ),
+        (
+            "zonegate_cleaning_read_bytes",
+            "Bytes of batches key-based cleaning read and rewrote",
+            node.compactor.cleaning.bytes_read,
+            CounterMetricFamily,
+        ),
+        (
+            "zonegate_cleaning_written_bytes",
+            "Bytes of cleaned stream objects written",
+            node.compactor.cleaning.bytes_written,
+            CounterMetricFamily,
+        ),
+        (
             "zonegate_retention_deleted_segments",
             "Segments retention dropped",
             ret.segments_deleted,

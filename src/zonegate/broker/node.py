@@ -15,6 +15,7 @@ incarnation, or refuses to start (node_identity.py).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 import grpc
@@ -61,6 +62,7 @@ from zonegate.services.read_path import ReadService
 from zonegate.services.retention import RetentionService
 from zonegate.services.write_path import ProduceService
 from zonegate.storage.block_cache import BlockCache
+from zonegate.storage.cleaner import CleanerConfig, is_compacted
 from zonegate.storage.gc import GcSettings, ObjectGc
 from zonegate.storage.log_cache import LogCache
 from zonegate.storage.objects import ObjectNotFound, open_object_store
@@ -366,11 +368,17 @@ class Node:
         return int(config(topic, "segment.ms")), int(config(topic, "segment.bytes"))
 
     def _compaction_targets(self) -> list[Target]:
-        """The partitions this node leads, with their topics' segmenting."""
+        """The partitions this node leads, with their topics' segmenting, and a compacted
+        topic's cleaning configs."""
         out = []
+        config = self.catalog.config
         for p in self.catalog.partitions():
             if p.leader_node == self.config.node_id:
-                out.append(Target(p.stream_id, *self._segmenting(p.stream_id)))
+                topic = self.catalog.get(p.topic)
+                cleaning = None
+                if topic is not None and is_compacted(config(topic, "cleanup.policy")):
+                    cleaning = CleanerConfig.of(functools.partial(config, topic))
+                out.append(Target(p.stream_id, *self._segmenting(p.stream_id), cleaning))
         return out
 
     def _on_topic_deleted(self, topic: TopicInfo) -> None:

@@ -362,9 +362,10 @@ def _add_node_args(p: argparse.ArgumentParser, *, embedded: bool) -> None:
         "--compaction-max-delay-ms",
         metavar="MS",
         type=_at_least(0, int),
-        default=600_000,
-        help="no data stays in a WAL object longer than min(segment.ms, this) plus one "
-        "compaction interval (default 600000)",
+        default=540_000,
+        help="data is rewritten out of WAL objects once it waited min(segment.ms, this), "
+        "at the next compaction pass (default 540000: by default nothing stays in a WAL "
+        "object 10 minutes)",
     )
     p.add_argument(
         "--usage-retention-days",

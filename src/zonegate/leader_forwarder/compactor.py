@@ -22,7 +22,8 @@ transaction fenced by the leader epoch (`LeaderService.swap`, crash point
 part of the range meanwhile, or the leader moved) wastes the work: the object
 no row names is deleted at once. The WAL objects the range lay in become
 unreferenced once every partition in them moved on, and object GC deletes
-them. Every store call goes through the `compaction` I/O class.
+them. Every store call goes through the `compaction` I/O class. A compacted
+topic's partition is then cleaned by key when due (leader_forwarder/cleaning.py).
 docs/storage.md, "Compaction: WAL ranges into stream objects", has the design.
 """
 
@@ -33,10 +34,12 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from zonegate.leader_forwarder.cleaning import CleaningTotals, clean_partition
 from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.runtime.clock import Clock
 from zonegate.runtime.crash import crash_point
 from zonegate.runtime.io_class import io_class
+from zonegate.storage.cleaner import CleanerConfig
 from zonegate.storage.index import IndexEntry, UnknownStream
 from zonegate.storage.objects import ObjectStore
 from zonegate.storage.stream_objects import build_stream_object
@@ -44,7 +47,7 @@ from zonegate.storage.stream_objects import build_stream_object
 log = logging.getLogger(__name__)
 
 STREAM_OBJECT_BYTES = 16 * 1024 * 1024
-MAX_DELAY_MS = 600_000
+MAX_DELAY_MS = 540_000  # 9 minutes: with a pass's interval and work, under 10
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,7 @@ class Target:
     stream_id: int
     segment_ms: int
     segment_bytes: int
+    cleaning: CleanerConfig | None = None  # a compacted topic's: key-based cleaning
 
 
 def plan(
@@ -120,6 +124,7 @@ class Compactor:
         self._clock = clock
         self._settings = settings or CompactionSettings()
         self.stats = CompactionStats()
+        self.cleaning = CleaningTotals()
 
     async def run_once(self) -> None:
         backlog: dict[int, int] = {}
@@ -150,6 +155,17 @@ class Compactor:
         for run in plan(tail, self._clock.wall_ms(), target, self._settings):
             if not await self._rewrite(target, epoch, run):
                 return  # refused: the tail changed under us; the next pass replans
+        if target.cleaning is not None:
+            await clean_partition(
+                self._leader,
+                self._store,
+                self._read,
+                self._clock,
+                target.stream_id,
+                target.cleaning,
+                object_bytes=self._settings.stream_object_bytes,
+                totals=self.cleaning,
+            )
 
     async def _rewrite(self, target: Target, epoch: int, run: list[IndexEntry]) -> bool:
         started = self._clock.monotonic()

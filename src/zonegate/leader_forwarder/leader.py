@@ -136,9 +136,10 @@ class LeaderService:
             state = await self._meta.load_partition(stream_id)
             # Read once, to draw the segments and keep the tail; not kept whole.
             entries = await self._meta.read_index(stream_id)
+            # The store's log start, not the first entry's offset: cleaning a compacted
+            # topic removes records from the head without moving it (as Kafka's segments
+            # keep their base offsets).
             log_start = state.log_start_offset
-            if entries:
-                log_start = max(log_start, entries[0].base_offset)
             in_streams = max(
                 (i + 1 for i, e in enumerate(entries) if is_stream_key(e.object_key)), default=0
             )
@@ -475,7 +476,19 @@ class LeaderService:
         p = self._partitions.get(stream_id)
         if done and p is not None and p.leader_epoch == leader_epoch:
             p.tail.drop_before(old[-1].last_offset + 1)
+            p.summary.replace(old, new)  # cleaning shrinks what it rewrites
         return done
+
+    async def cleaning_view(
+        self, stream_id: int
+    ) -> tuple[int, int, list[IndexEntry], dict[int, int]]:
+        """What key-based cleaning (storage/cleaner.py) decides on: (leader epoch, high
+        watermark, every entry from the log start, the last offset of each producer the
+        partition keeps state for)."""
+        p = await self._partition(stream_id)
+        last = {pid: e.batches[-1].last_offset for pid, e in p.producers.items() if e.batches}
+        entries = await self._meta.read_entries(stream_id, p.log_start_offset, limit=1 << 30)
+        return p.leader_epoch, p.high_watermark, entries, last
 
     async def changed(self, stream_id: int) -> asyncio.Future[None]:
         """A future completed at the next high-watermark move (or state drop) of the partition."""

@@ -1,4 +1,5 @@
-"""Builds valid v2 record batches: for tests and tools, never on the broker's data path."""
+"""Builds valid v2 record batches: for tests and tools, never on the broker's data path
+(its varint writer also serves records/retain.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ _AFTER_CRC = struct.Struct(">hiqqqhii")
 _BEFORE_CRC = struct.Struct(">qiibI")
 
 
-def _varint(n: int) -> bytes:
+def zigzag_varint(n: int) -> bytes:
     z = (n << 1) ^ (n >> 63)  # zig-zag, as Kafka's varlong
     out = bytearray()
     while True:
@@ -30,7 +31,7 @@ def _varint(n: int) -> bytes:
 
 
 def _field(b: bytes | None) -> bytes:
-    return _varint(-1) if b is None else _varint(len(b)) + b
+    return zigzag_varint(-1) if b is None else zigzag_varint(len(b)) + b
 
 
 def build_batch(
@@ -56,11 +57,11 @@ def build_batch(
     body = bytearray()
     for i, (key, value, headers, ts) in enumerate(records):
         rec = bytearray(b"\x00")
-        rec += _varint(ts - base_ts) + _varint(i) + _field(key) + _field(value)
-        rec += _varint(len(headers))
+        rec += zigzag_varint(ts - base_ts) + zigzag_varint(i) + _field(key) + _field(value)
+        rec += zigzag_varint(len(headers))
         for hk, hv in headers:
             rec += _field(hk.encode()) + _field(hv)
-        body += _varint(len(rec)) + rec
+        body += zigzag_varint(len(rec)) + rec
     attributes = compression | (timestamp_type << 3) | (0x10 if is_transactional else 0)
     after_crc = _AFTER_CRC.pack(
         attributes,

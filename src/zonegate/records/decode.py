@@ -46,7 +46,7 @@ def decode_records(
     data = bytes(batch)
     out: list[Record] = []
     pos = 0
-    for h in validate_batches(data):
+    for h in validate_batches(data, cleaned=True):
         out += _decode(h, data[pos + HEADER_SIZE : pos + h.size], max_message_bytes)
         pos += h.size
     return out
@@ -57,7 +57,7 @@ def _decode(h: BatchHeader, payload: bytes, max_message_bytes: int) -> list[Reco
         body = decompress(h.compression, payload, body_limit(len(payload), max_message_bytes))
     except CodecError as exc:
         raise CorruptBatch(str(exc)) from exc
-    reader = _Reader(body)
+    reader = BodyReader(body)
     out = []
     for i in range(h.record_count):
         try:
@@ -92,7 +92,7 @@ def _decode(h: BatchHeader, payload: bytes, max_message_bytes: int) -> list[Reco
     return out
 
 
-class _Reader:
+class BodyReader:
     """A cursor over a decompressed body; every read is bounds-checked."""
 
     __slots__ = ("data", "pos")

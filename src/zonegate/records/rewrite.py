@@ -2,7 +2,8 @@
 its codec.
 
 - `record_times`: every record's timestamp, read from the records (a compressed
-  body is decompressed within the limits of records/decode.py).
+  body is decompressed within the limits of records/decode.py); `keyless_records`:
+  the records without a key (compacted topics refuse them).
 - `stamp`: sets a batch's timestamp type and max timestamp and recomputes its
   CRC (LogAppendTime, or a CreateTime header that disagrees with its records).
 - `recompress`: the same batch with its records compressed with another codec
@@ -41,7 +42,8 @@ _LENGTH_OFFSET = 8
 CODEC_IDS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
-def _body(h: BatchHeader, batch: bytes, max_message_bytes: int) -> bytes:
+def batch_body(h: BatchHeader, batch: bytes, max_message_bytes: int) -> bytes:
+    """The records of `batch` as bytes, decompressed within the limits of decode.py."""
     payload = batch[HEADER_SIZE : h.size]
     try:
         return decompress(h.compression, payload, body_limit(len(payload), max_message_bytes))
@@ -51,8 +53,22 @@ def _body(h: BatchHeader, batch: bytes, max_message_bytes: int) -> bytes:
 
 def record_times(h: BatchHeader, batch: bytes, max_message_bytes: int) -> list[int]:
     """The timestamp of each record of `batch` (whose header is `h`), in order."""
-    body = _body(h, batch, max_message_bytes)
-    out: list[int] = []
+    return [ts for ts, _ in record_summaries(h, batch, max_message_bytes)]
+
+
+def keyless_records(h: BatchHeader, batch: bytes, max_message_bytes: int) -> list[int]:
+    """The index in the batch of each record that has no key (a compacted topic refuses
+    them, as Kafka's LogValidator.validateKey does)."""
+    summaries = record_summaries(h, batch, max_message_bytes)
+    return [i for i, (_, has_key) in enumerate(summaries) if not has_key]
+
+
+def record_summaries(
+    h: BatchHeader, batch: bytes, max_message_bytes: int
+) -> list[tuple[int, bool]]:
+    """(timestamp, whether it has a key) of each record of `batch`, in order."""
+    body = batch_body(h, batch, max_message_bytes)
+    out: list[tuple[int, bool]] = []
     pos = 0
     for i in range(h.record_count):
         length, pos = varint_at(body, pos, len(body))
@@ -60,7 +76,13 @@ def record_times(h: BatchHeader, batch: bytes, max_message_bytes: int) -> list[i
         if length < 6 or end > len(body):
             raise CorruptBatch(f"record {i} has length {length} in a body of {len(body)} bytes")
         delta = varlong_at(body, pos + 1, end, i)  # after the attributes byte
-        out.append(h.base_timestamp + delta)
+        at = pos + 1  # skip the timestamp and offset deltas to the key's length
+        for _ in range(2):
+            while at < end and body[at] & 0x80:
+                at += 1
+            at += 1
+        key_length, _ = varint_at(body, at, end)
+        out.append((h.base_timestamp + delta, key_length >= 0))
         pos = end
     if pos != len(body):
         raise CorruptBatch(f"{len(body) - pos} bytes follow the batch's {h.record_count} records")
@@ -78,7 +100,7 @@ def stamp(batch: bytearray, timestamp_type: int, max_timestamp: int) -> None:
 
 def recompress(h: BatchHeader, batch: bytes, codec: int, max_message_bytes: int) -> bytes:
     """`batch` with its records compressed with `codec` (0 none) instead of its own."""
-    body = _body(h, batch, max_message_bytes)
+    body = batch_body(h, batch, max_message_bytes)
     payload = compress(codec, body)
     out = bytearray(batch[:HEADER_SIZE])
     out += payload

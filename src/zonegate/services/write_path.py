@@ -2,7 +2,9 @@
 
 Every batch is checked (magic 2, CRC32C, lengths, record count, the topic's
 max.message.bytes) before anything is staged; a bad batch fails only its
-partition. Batches are stored as received, never decompressed. The answer
+partition. Batches are stored as received; a compressed one is decompressed
+only to read what the topic asks of its records: CreateTime timestamps, and the
+keys a compacted topic requires. The answer
 comes when the WAL object holding the batches is in the object store and each
 partition's leader has committed their index entries: "durable and indexed".
 """
@@ -27,6 +29,7 @@ from zonegate.records.rewrite import (
     CODEC_IDS,
     CREATE_TIME,
     LOG_APPEND_TIME,
+    keyless_records,
     recompress,
     record_times,
     stamp,
@@ -34,6 +37,7 @@ from zonegate.records.rewrite import (
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.runtime.histogram import Histogram
 from zonegate.services.api import ProducedPartition, ProducePartition
+from zonegate.storage.cleaner import is_compacted
 from zonegate.storage.index import UnknownStream
 from zonegate.wal_s3.wal_writer import WalEntryLocation
 
@@ -156,9 +160,14 @@ class ProduceService:
         after = int(config(topic, "message.timestamp.after.max.ms"))
         out: list[_Batch] = []
         pos = 0
+        compacted = is_compacted(config(topic, "cleanup.policy"))
         for h, span in zip(headers, times, strict=True):
             data = records[pos : pos + h.size]
             pos += h.size
+            if compacted and (keyless := keyless_records(h, data, max_bytes)):
+                window = None if log_append else (now, before, after)
+                self._refuse_keyless(h, data, max_bytes, keyless, window, a)
+                return None
             if log_append:
                 stamped = bytearray(data)
                 stamp(stamped, LOG_APPEND_TIME, now)
@@ -180,6 +189,46 @@ class ProduceService:
                 data = recompress(h, data, CODEC_IDS[codec], max_bytes)
             out.append(_Batch(data, h, max_ts))
         return out
+
+    @staticmethod
+    def _refuse_keyless(
+        h: BatchHeader,
+        data: bytes,
+        max_bytes: int,
+        keyless: list[int],
+        window: tuple[int, int, int] | None,
+        a: ProducedPartition,
+    ) -> None:
+        """INVALID_RECORD naming each record without a key (KIP-467), as Kafka's
+        LogValidator answers a batch for a compacted topic (validateKey, then
+        processRecordErrors); a keyed record of the batch outside the timestamp window
+        (CreateTime: `window` is (now, before, after)) is named too, and then the error
+        is INVALID_TIMESTAMP, as there."""
+        message = (
+            "Compacted topic cannot accept message without key in topic partition "
+            f"{a.topic}-{a.partition}"
+        )
+        errors = {i: message for i in keyless}
+        if window is not None:
+            now, before, after = window
+            for i, t in enumerate(record_times(h, data, max_bytes)):
+                if i not in errors and not now - before <= t <= now + after:
+                    errors[i] = (
+                        f"Timestamp {t} of message with offset {i} is out of range. The "
+                        f"timestamp should be within [{now - before}, {now + after}]"
+                    )
+        listed = tuple(sorted(errors.items()))
+        a.record_errors = listed
+        if len(errors) > len(keyless):
+            a.error = ErrorCode.invalid_timestamp
+            a.message = "One or more records have been rejected due to invalid timestamp"
+            return
+        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in listed[:3])
+        a.error = ErrorCode.invalid_record
+        a.message = (
+            f"One or more records have been rejected due to {len(listed)} record errors in "
+            f"total, and only showing the first three errors at most: [{shown}]"
+        )
 
     @staticmethod
     def _refuse_timestamps(

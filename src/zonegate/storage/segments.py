@@ -18,6 +18,7 @@ which segment's entries to ask the store for.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -87,6 +88,17 @@ class SegmentSummary:
             segs[0].base_offset = offset
             return segs[0]
         return None
+
+    def replace(self, old: Iterable[IndexEntry], new: Iterable[IndexEntry]) -> None:
+        """Follows a swap of entries for their rewrite (key-based cleaning shrinks them):
+        each segment's bytes, by the entries that start in it."""
+        segs = self.segments
+        bases = [s.base_offset for s in segs]
+        for sign, entries in ((-1, old), (1, new)):
+            for e in entries:
+                i = bisect.bisect_right(bases, e.base_offset) - 1
+                if i >= 0:
+                    segs[i].bytes += sign * e.length
 
     def first_reaching(self, timestamp: int) -> Segment | None:
         """The first segment whose max timestamp reaches `timestamp`."""

@@ -1,0 +1,72 @@
+"""The controller ends the lease of a node whose process is gone (its leader RPC port
+refuses connections) instead of waiting it out, and only that: a node that is silent but
+still listening (paused, or slow) keeps its lease and its partitions. Real sockets, a real
+SQLite metadata store, the controller's clock injected."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import pytest
+
+from zonegate.broker.controller import Controller
+from zonegate.metastore.models import NodeRecord
+from zonegate.metastore.sqlite import SqliteMetaStore
+from zonegate.router.membership import Membership
+
+pytestmark = pytest.mark.integration
+
+LEASE_MS = 6000
+T0 = 1_800_000_000_000
+
+
+def _closed_port() -> int:
+    """A port nothing listens on: a connection to it is refused."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_dead_process_loses_its_lease_at_once_a_silent_one_does_not(tmp_path: Path) -> None:
+    async def run() -> None:
+        meta = SqliteMetaStore(str(tmp_path / "m.db"))
+        paused = socket.socket()  # a process that is paused: its port still accepts
+        paused.bind(("127.0.0.1", 0))
+        paused.listen()
+        now = T0
+
+        def node(node_id: int, rpc_port: int) -> NodeRecord:
+            return NodeRecord(
+                node_id, "zone-a", "127.0.0.1", 9092, "127.0.0.1", rpc_port, incarnation=7
+            )
+
+        me = node(1, _closed_port())
+        await meta.register_node(me, LEASE_MS, now)
+        # Nodes 2 and 3 last renewed 2 s ago: their leases run 4 s more.
+        await meta.register_node(node(2, _closed_port()), LEASE_MS, now - 2000)
+        await meta.register_node(node(3, paused.getsockname()[1]), LEASE_MS, now - 2000)
+        topic = await meta.create_topic("t", {}, [2, 3, 1])
+        controller = Controller(meta, Membership(meta, me, lease_ms=LEASE_MS), clock_ms=lambda: now)
+        now += LEASE_MS  # past the controller's first lease (module doc)
+        await meta.register_node(me, LEASE_MS, now)
+        await meta.register_node(node(3, paused.getsockname()[1]), LEASE_MS, now - 2000)
+        await meta.register_node(node(2, _closed_port()), LEASE_MS, now - 2000)
+
+        moved = await controller.run_once()
+        assert moved == 1
+        leaders = {p.partition: p.leader_node for p in (await meta.get_topic("t")).partitions}  # type: ignore[union-attr]
+        assert leaders[0] in (1, 3) and leaders[1] == 3 and leaders[2] == 1
+        nodes = {n.node_id: n for n in await meta.list_nodes()}
+        assert not nodes[2].live(now) and nodes[3].live(now)
+
+        # Renewing recently: no probe at all, whatever the port says.
+        await meta.register_node(node(3, _closed_port()), LEASE_MS, now - 500)
+        assert await controller.run_once() == 0
+        assert {n.node_id for n in await meta.list_nodes() if n.live(now)} == {1, 3}
+        paused.close()
+        await meta.close()
+        assert topic.partitions
+
+    asyncio.run(run())
