@@ -82,3 +82,38 @@ def test_commit_fenced_when_epoch_moved(tmp_path: Path) -> None:
         await meta.close()
 
     asyncio.run(run())
+
+
+def test_a_commit_that_lands_while_its_partition_is_dropped_is_answered_as_written(
+    tmp_path: Path,
+) -> None:
+    """The catalog drops a partition (it moved) while a group commit of it is in flight:
+    the commit is in the store, so its callers get their offsets, not an error that
+    would make them retry."""
+
+    async def run() -> None:
+        meta = SqliteMetaStore(str(tmp_path / "m.db"))
+        t = await meta.create_topic("t", {}, [1])
+        sid = t.partitions[0].stream_id
+        leader = LeaderService(meta)
+        await leader.offsets(sid)
+        real_commit = meta.commit_appends
+
+        async def commit_then_drop(commits):  # type: ignore[no-untyped-def]
+            fenced = await real_commit(commits)
+            leader.forget([sid])  # what a catalog refresh does when the partition moves
+            return fenced
+
+        meta.commit_appends = commit_then_drop  # type: ignore[method-assign]
+        (res,) = await leader.append([_b(sid, 3, pid=7, epoch=0, seq=0)])
+        assert res.error == ErrorCode.none and res.base_offset == 0
+        meta.commit_appends = real_commit  # type: ignore[method-assign]
+        # The next use reloads the partition from the store: the batch is there, and a
+        # retry of it is answered with its offset, not written again.
+        assert await leader.offsets(sid) == (0, 3, 0)
+        (dup,) = await leader.append([_b(sid, 3, pid=7, epoch=0, seq=0)])
+        assert dup.base_offset == 0
+        assert (await leader.offsets(sid))[1] == 3
+        await meta.close()
+
+    asyncio.run(run())

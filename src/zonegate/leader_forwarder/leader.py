@@ -241,14 +241,20 @@ class LeaderService:
         for c in commits:
             if c.stream_id in fenced:
                 continue
-            p = self._partitions[c.stream_id]
+            q = self._partitions.get(c.stream_id)
+            if q is None or q.leader_epoch != c.leader_epoch:
+                # Dropped (moved, or reloaded) while this commit was in flight: it is in
+                # the store all the same, and whoever loads the partition next sees it.
+                # Its callers must hear that it was written, not an error they would
+                # answer with a retry.
+                continue
             t = tentative[c.stream_id]
-            p.producers.update(t.producers)
-            p.summary.configure(*self._segmenting(c.stream_id))
-            p.summary.extend(t.entries)
-            p.tail.extend(t.entries)
-            p.high_watermark = t.next_offset
-            p.notify()
+            q.producers.update(t.producers)
+            q.summary.configure(*self._segmenting(c.stream_id))
+            q.summary.extend(t.entries)
+            q.tail.extend(t.entries)
+            q.high_watermark = t.next_offset
+            q.notify()
         if fenced:
             log.warning("appends to streams %s fenced: leader epoch moved", sorted(fenced))
             self.forget(fenced)
