@@ -275,6 +275,37 @@ def kcat(*args: str, input: bytes | None = None, timeout: float = 60) -> bytes:
     return proc.stdout
 
 
+def ck_read_to_end(
+    bootstrap: str, topic: str, timeout: float = 30
+) -> list[tuple[int, bytes | None, bytes | None]]:
+    """(offset, key, value) of every record of partition 0 from offset 0 to its end, read
+    by a fresh confluent-kafka consumer (the end: librdkafka's partition EOF)."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"all-{time.monotonic_ns()}",
+            "enable.partition.eof": True,
+        }
+    )
+    c.assign([TopicPartition(topic, 0, 0)])
+    out: list[tuple[int, bytes | None, bytes | None]] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error() is not None:
+                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
+                return out
+            out.append((m.offset(), m.key(), m.value()))
+    finally:
+        c.close()
+    raise AssertionError(f"no end of partition within {timeout:.0f} s")
+
+
 def ck_watermarks(bootstrap: str, topic: str, partition: int = 0) -> tuple[int, int]:
     """(log start, high watermark) of a partition, as confluent-kafka reads them."""
     from confluent_kafka import Consumer, TopicPartition

@@ -5,13 +5,19 @@ tombstones go once delete.retention.ms has passed."""
 
 from __future__ import annotations
 
-import time
 import urllib.request
 from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.clients import Consumed, aio_consume, ck_consume, kp_consume, wait_until
+from tests.e2e.clients import (
+    Consumed,
+    aio_consume,
+    ck_consume,
+    ck_read_to_end,
+    kp_consume,
+    wait_until,
+)
 from tests.e2e.conftest import InProcessFactory
 from tests.node_harness import free_port_block
 from tests.s3_server import FAKE_AWS_ENV, MotoS3Server
@@ -39,34 +45,6 @@ def _produce(bootstrap: str, topic: str, codec: str) -> None:
     for k in range(TOMBSTONES):
         p.produce(topic, key=b"k%02d" % k, value=None)
         p.flush(60)
-
-
-def _all(bootstrap: str, topic: str) -> list[tuple[int, bytes | None, bytes | None]]:
-    """Every record from offset 0 to the end, read by a fresh confluent-kafka consumer."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"all-{time.monotonic_ns()}",
-            "enable.partition.eof": True,
-        }
-    )
-    c.assign([TopicPartition(topic, 0, 0)])
-    out = []
-    deadline = time.monotonic() + 20
-    try:
-        while time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error() is not None:
-                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
-                return out
-            out.append((m.offset(), m.key(), m.value()))
-    finally:
-        c.close()
-    raise AssertionError("no end of partition within 20 s")
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +103,7 @@ def test_compacted_topic_keeps_the_latest_per_key_and_drops_tombstones(
     seen: list[object] = []
 
     def cleaned(want: list[tuple[int, bytes, bytes | None]]) -> bool:
-        got = _all(node.bootstrap, "cfg")
+        got = ck_read_to_end(node.bootstrap, "cfg", timeout=20)
         seen[:] = [len(got)]
         return got == want
 

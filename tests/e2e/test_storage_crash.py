@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.clients import ck_watermarks, wait_until
+from tests.e2e.clients import ck_read_to_end, ck_watermarks, wait_until
 from tests.e2e.conftest import NodeFactory
 from tests.node_harness import RunningNode
 from tests.s3_server import FAKE_AWS_ENV, MotoS3Server
@@ -280,34 +280,6 @@ def _produce_keep(node: RunningNode, n: int) -> None:
 CLEANING_STEPS = ["cleaning:after-upload", "cleaning:after-swap"]
 
 
-def _read_all(node: RunningNode, topic: str) -> list[tuple[int, bytes | None, bytes | None]]:
-    """Every record of partition 0 to its end, by a fresh confluent-kafka consumer."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-    c = Consumer(
-        {
-            "bootstrap.servers": node.bootstrap,
-            "group.id": f"all-{time.monotonic_ns()}",
-            "enable.partition.eof": True,
-        }
-    )
-    c.assign([TopicPartition(topic, 0, 0)])
-    out: list[tuple[int, bytes | None, bytes | None]] = []
-    deadline = time.monotonic() + 30
-    try:
-        while time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error() is not None:
-                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
-                return out
-            out.append((m.offset(), m.key(), m.value()))
-    finally:
-        c.close()
-    raise AssertionError("no end of partition within 30 s")
-
-
 @pytest.mark.parametrize("step", CLEANING_STEPS)
 def test_kill9_at_each_cleaning_step(node_factory: NodeFactory, store: Store, step: str) -> None:
     """A compacted topic's cleaning dies after uploading its cleaned objects, or after
@@ -348,10 +320,13 @@ def test_kill9_at_each_cleaning_step(node_factory: NodeFactory, store: Store, st
     node.env = dict(env)
     node.restart()
     latest = [(190 + k, b"k%d" % k, b"u19-k%d" % k) for k in range(10)]
-    wait_until("the latest value of every key only", lambda: _read_all(node, "keyed") == latest)
+    wait_until(
+        "the latest value of every key only",
+        lambda: ck_read_to_end(node.bootstrap, "keyed") == latest,
+    )
 
     def settled() -> bool:
         return listed() == _referenced(node) and _gc_rows(node) == 0
 
     wait_until("the store to hold exactly what the index names", settled)
-    assert _read_all(node, "keyed") == latest
+    assert ck_read_to_end(node.bootstrap, "keyed") == latest
