@@ -107,6 +107,25 @@ def _gc_rows(node: RunningNode) -> int:
         db.close()
 
 
+def _dies_at_then_restarts(node: RunningNode, step: str, env: dict[str, str]) -> None:
+    """The hook ends the node at `step` (status 137, as kill -9); it starts again
+    without the hook."""
+    assert node.proc is not None
+    status = node.proc.wait(60)
+    assert status == 137, f"node ended with {status}, not at {step}"
+    assert f"killed at {step}" in node.log_text()
+    node.env = dict(env)  # no hook: a plain restart
+    node.restart()
+
+
+def _wait_settled(node: RunningNode, listed: Callable[[], set[str]]) -> None:
+    """Until the store holds exactly the units the index names, with no GC row left."""
+    wait_until(
+        "the store to hold exactly what the index names",
+        lambda: listed() == _referenced(node) and _gc_rows(node) == 0,
+    )
+
+
 def _produce(node: RunningNode, mixed: int, expiring_only: int) -> None:
     """`mixed` rounds into both topics (their batches share WAL objects), then
     `expiring_only` rounds into the expiring one alone."""
@@ -178,13 +197,7 @@ def test_kill9_at_each_retention_and_gc_step(
         [ConfigResource(ConfigResource.Type.TOPIC, "expire", incremental_configs=[entry])]
     )
     next(iter(res.values())).result(30)
-    assert node.proc is not None
-    status = node.proc.wait(60)  # the hook ends the node at the step
-    assert status == 137, f"node ended with {status}, not at {step}"
-    assert f"killed at {step}" in node.log_text()
-
-    node.env = dict(env)  # no hook: a plain restart
-    node.restart()
+    _dies_at_then_restarts(node, step, env)
     wait_until(
         "retention of the expiring topic",
         lambda: ck_watermarks(node.bootstrap, "expire") == (120, 120),
@@ -193,10 +206,7 @@ def test_kill9_at_each_retention_and_gc_step(
     got = _read_keep(node, 60)
     assert got == [(i, b"k%05d" % i) for i in range(60)], "lost, reordered or moved records"
 
-    def settled() -> bool:
-        return listed() == _referenced(node) and _gc_rows(node) == 0
-
-    wait_until("the store to hold exactly what the index names", settled)
+    _wait_settled(node, listed)
     stored = listed()
     assert stored, "the kept topic's objects are still there"
     # The kept topic still reads after GC finished: nothing it needs was deleted.
@@ -245,22 +255,13 @@ def test_kill9_at_each_compaction_step(node_factory: NodeFactory, store: Store, 
         [ConfigResource(ConfigResource.Type.TOPIC, "keep", incremental_configs=[entry])]
     )
     next(iter(res.values())).result(30)
-    assert node.proc is not None
-    status = node.proc.wait(60)
-    assert status == 137, f"node ended with {status}, not at {step}"
-    assert f"killed at {step}" in node.log_text()
-
-    node.env = dict(env)
-    node.restart()
+    _dies_at_then_restarts(node, step, env)
     wait_until("the kept topic in stream objects only", lambda: _stream_rows(node)[1] == 0)
     assert ck_watermarks(node.bootstrap, "keep") == (0, 60)
     got = _read_keep(node, 60)
     assert got == [(i, b"k%05d" % i) for i in range(60)], "lost, reordered or moved records"
 
-    def settled() -> bool:
-        return listed() == _referenced(node) and _gc_rows(node) == 0
-
-    wait_until("the store to hold exactly what the index names", settled)
+    _wait_settled(node, listed)
     assert any(u.startswith("streams/") for u in listed())
     assert not any(u.startswith("wal/") for u in listed()), "WAL objects compaction freed"
     assert _read_keep(node, 60) == got
@@ -312,21 +313,12 @@ def test_kill9_at_each_cleaning_step(node_factory: NodeFactory, store: Store, st
         [ConfigResource(ConfigResource.Type.TOPIC, "keyed", incremental_configs=[entry])]
     )
     next(iter(res.values())).result(30)
-    assert node.proc is not None
-    status = node.proc.wait(60)
-    assert status == 137, f"node ended with {status}, not at {step}"
-    assert f"killed at {step}" in node.log_text()
-
-    node.env = dict(env)
-    node.restart()
+    _dies_at_then_restarts(node, step, env)
     latest = [(190 + k, b"k%d" % k, b"u19-k%d" % k) for k in range(10)]
     wait_until(
         "the latest value of every key only",
         lambda: ck_read_to_end(node.bootstrap, "keyed") == latest,
     )
 
-    def settled() -> bool:
-        return listed() == _referenced(node) and _gc_rows(node) == 0
-
-    wait_until("the store to hold exactly what the index names", settled)
+    _wait_settled(node, listed)
     assert ck_read_to_end(node.bootstrap, "keyed") == latest
