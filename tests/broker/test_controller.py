@@ -70,3 +70,32 @@ def test_a_dead_process_loses_its_lease_at_once_a_silent_one_does_not(tmp_path: 
         assert topic.partitions
 
     asyncio.run(run())
+
+
+def test_a_dead_controller_is_replaced_at_once(tmp_path: Path) -> None:
+    """The node holding the controller lease dies: another node finds its port refused,
+    ends its lease, takes the controller lease in the same pass and moves its
+    partitions, without waiting out either lease."""
+
+    async def run() -> None:
+        meta = SqliteMetaStore(str(tmp_path / "m.db"))
+        now = T0
+        dead = NodeRecord(1, "zone-a", "127.0.0.1", 9092, "127.0.0.1", _closed_port(), 0, 7)
+        me = NodeRecord(2, "zone-b", "127.0.0.1", 9093, "127.0.0.1", _closed_port(), 0, 8)
+        members = Membership(meta, me, lease_ms=LEASE_MS, clock_ms=lambda: now)
+        controller = Controller(meta, members, clock_ms=lambda: now)
+        now += LEASE_MS  # past node 2's first lease as controller (module doc)
+        # Node 1 last renewed (both its leases) 2 s ago: they run 4 s more.
+        await meta.register_node(dead, LEASE_MS, now - 2000)
+        assert await meta.acquire_lease("controller", 1, LEASE_MS, now - 2000)
+        await meta.register_node(me, LEASE_MS, now)
+        await meta.create_topic("t", {}, [1, 2, 1])
+        await members.renew(meta)
+
+        assert await controller.run_once() == 2
+        assert controller.is_active
+        leaders = [p.leader_node for p in (await meta.get_topic("t")).partitions]  # type: ignore[union-attr]
+        assert leaders == [2, 2, 2]
+        await meta.close()
+
+    asyncio.run(run())

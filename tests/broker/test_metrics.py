@@ -91,6 +91,7 @@ def test_each_family_is_there_after_traffic(tmp_path: Path) -> None:
         assert list(m["zonegate_partitions_led"].values()) == [1.0]
         assert "zonegate_connections" in m
         assert list(m["zonegate_ready"].values()) == [1.0]
+        assert list(m["zonegate_controller_active"].values()) == [1.0], "the only node"
         # The first Produce of a new topic, or the group's first OffsetFetch, answers
         # with an error code a client retries; every answered error is counted by code.
         assert "zonegate_errors_total" in m

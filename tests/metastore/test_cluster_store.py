@@ -273,6 +273,24 @@ async def test_lease_taken_renewed_refused_and_taken_over_after_expiry(store: Me
     assert await store.acquire_lease("other", 1, ttl_ms=1000, now_ms=1600), "another name"
 
 
+async def test_a_lease_is_free_once_its_holders_node_lease_ended(store: MetaStore) -> None:
+    """A controller whose process died is not waited out: once its node's lease ends
+    (expired, or ended by a node that found it dead), its leases are free."""
+    await store.register_node(node(1), 1000, 0)
+    await store.register_node(node(2), 1000, 0)
+    assert await store.acquire_lease("controller", 1, ttl_ms=5000, now_ms=0)
+    assert not await store.acquire_lease("controller", 2, ttl_ms=5000, now_ms=999)
+    assert await store.acquire_lease("controller", 2, ttl_ms=5000, now_ms=1000), (
+        "node 1's lease ran out before the controller lease did"
+    )
+    await store.register_node(node(1), 1000, 1000)
+    await store.register_node(node(2), 1000, 1000)
+    assert not await store.acquire_lease("controller", 1, ttl_ms=5000, now_ms=1500)
+    await store.expire_node(2)
+    assert await store.acquire_lease("controller", 1, ttl_ms=5000, now_ms=1500), "node 2 was ended"
+    assert not await store.acquire_lease("controller", 2, ttl_ms=5000, now_ms=1600)
+
+
 async def test_a_lease_has_one_holder_across_connections(stores: Stores) -> None:
     a, b = stores.open(), stores.open()
     assert await a.acquire_lease("controller", 1, ttl_ms=1000, now_ms=0)

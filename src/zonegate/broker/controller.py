@@ -16,14 +16,16 @@ node could renew meanwhile, and all of them do within a heartbeat of its return.
 
 A node whose process died (kill -9, OOM, a crash) leaves its lease running,
 and waiting it out stalls its partitions for up to a lease. So each pass also
-probes the nodes that stopped renewing (silent for a quarter of a lease): a
+probes the nodes that stopped renewing (silent for a quarter of a lease), on
+every node, not only the controller (the dead node may be the controller): a
 connection to a node's leader RPC port that is *refused* means no process
 listens there any more, and its lease is ended at once (fenced by its
 incarnation, so a new start of the node is never touched). A node that is
 only slow, paused, or out of reach accepts the connection or lets it time
 out, and keeps its lease: then only its lease's end moves its partitions, as
 before, and a paused process that wakes can commit nothing anyway (leader
-epochs fence it).
+epochs fence it). A controller lease whose holder's node lease has ended is
+free, so a node that found the controller dead takes over in the same pass.
 """
 
 from __future__ import annotations
@@ -77,20 +79,20 @@ class Controller:
         returns how many partitions moved."""
         meta = meta or self._meta
         me = self._members.me.node_id
-        try:
-            self.is_active = await meta.acquire_lease(
-                LEASE, me, self._members.lease_ms, self._clock_ms()
-            )
-        except MetaStoreUnavailable:
-            self._store_lost = True
-            raise
+        self.is_active = await self._acquire(meta)
         if self._store_lost:
             # Back after the store was unreachable: every node's lease ran out meanwhile
             # and they renew within a heartbeat; moving now would take their partitions.
             self._store_lost = False
             self._started_ms = self._clock_ms()
         if not self.is_active:
-            return 0
+            # The holder may be a node whose process is gone: ending its node lease
+            # frees the controller lease too (ClusterStore.acquire_lease).
+            if not await self._gone(meta, self._members.nodes(), self._clock_ms()):
+                return 0
+            self.is_active = await self._acquire(meta)
+            if not self.is_active:
+                return 0
         now = self._clock_ms()
         if now < self._started_ms + self._members.lease_ms:
             return 0  # nodes stopped with us may be starting again (module doc)
@@ -115,6 +117,15 @@ class Controller:
             sorted({p.leader_node for p in orphaned}),
         )
         return len(moves)
+
+    async def _acquire(self, meta: ClusterStore) -> bool:
+        try:
+            return await meta.acquire_lease(
+                LEASE, self._members.me.node_id, self._members.lease_ms, self._clock_ms()
+            )
+        except MetaStoreUnavailable:
+            self._store_lost = True
+            raise
 
     async def _gone(self, meta: ClusterStore, nodes: Sequence[NodeRecord], now: int) -> set[int]:
         """Nodes whose lease runs but whose process is gone (module doc); their leases

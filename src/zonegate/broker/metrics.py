@@ -226,6 +226,13 @@ def _operations(node: Node, me: str) -> Iterator[Metric]:
     )
     ready.add_metric([me, node.config.zone], 1.0 if node.is_ready() else 0.0)
     yield ready
+    active = GaugeMetricFamily(
+        "zonegate_controller_active",
+        "1 on the node holding the controller lease, else 0 (Kafka's ActiveControllerCount)",
+        labels=["node"],
+    )
+    active.add_metric([me], 1.0 if node.controller.is_active else 0.0)
+    yield active
 
 
 def _qos_metrics(node: Node, me: str) -> Iterator[Metric]:

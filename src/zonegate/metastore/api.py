@@ -78,7 +78,9 @@ class ClusterStore(Protocol):
     async def list_nodes(self) -> list[NodeRecord]: ...
 
     async def acquire_lease(self, name: str, holder: int, ttl_ms: int, now_ms: int) -> bool:
-        """Takes or renews lease `name` for `holder` if it is free, expired or already held."""
+        """Takes or renews lease `name` for `holder` (a node id) if it is free, expired,
+        already held, or held by a node whose own lease has ended (it stopped, or was
+        found dead: `expire_node`), so that a dead holder's lease is not waited out."""
         ...
 
     async def get_cluster_configs(self) -> dict[str, dict[str, str]]:

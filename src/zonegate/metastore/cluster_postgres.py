@@ -279,13 +279,16 @@ class ClusterTables(PostgresTables):
         return await self._read(fn)
 
     async def acquire_lease(self, name: str, holder: int, ttl_ms: int, now_ms: int) -> bool:
-        # One statement: taken if free, expired, or already ours. Two nodes inserting a
-        # free lease at once: the second's conflict sees the first's row, not its own.
+        # One statement: taken if free, expired, already ours, or its holder's node lease
+        # ended. Two nodes inserting a free lease at once: the second's conflict sees
+        # the first's row, not its own.
         status = await self._write1(
             "INSERT INTO leases (name, holder, expires_ms) VALUES ($1, $2, $3) "
             "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
             "expires_ms = excluded.expires_ms "
-            "WHERE leases.holder = excluded.holder OR leases.expires_ms <= $4",
+            "WHERE leases.holder = excluded.holder OR leases.expires_ms <= $4 "
+            "OR EXISTS (SELECT 1 FROM nodes WHERE nodes.node_id = leases.holder "
+            "AND nodes.lease_expires_ms <= $4)",
             name,
             holder,
             now_ms + ttl_ms,

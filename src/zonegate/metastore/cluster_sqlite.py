@@ -234,13 +234,16 @@ class ClusterTables(SqliteTables):
         )
 
     async def acquire_lease(self, name: str, holder: int, ttl_ms: int, now_ms: int) -> bool:
-        # One statement (see `_write1`): taken if free, expired, or already ours.
+        # One statement (see `_write1`): taken if free, expired, already ours, or its
+        # holder's node lease ended.
         changed = await self._write1(
             "INSERT INTO leases (name, holder, expires_ms) VALUES (?, ?, ?) "
             "ON CONFLICT(name) DO UPDATE SET holder = excluded.holder, "
             "expires_ms = excluded.expires_ms "
-            "WHERE leases.holder = excluded.holder OR leases.expires_ms <= ?",
-            (name, holder, now_ms + ttl_ms, now_ms),
+            "WHERE leases.holder = excluded.holder OR leases.expires_ms <= ? "
+            "OR EXISTS (SELECT 1 FROM nodes WHERE nodes.node_id = leases.holder "
+            "AND nodes.lease_expires_ms <= ?)",
+            (name, holder, now_ms + ttl_ms, now_ms, now_ms),
         )
         return changed == 1
 

@@ -60,6 +60,10 @@ class Membership:
         self.leaving = True
         await self._meta.expire_node(self.me.node_id, self.me.incarnation)
 
+    def nodes(self) -> list[NodeRecord]:
+        """Every node as last read, live or not."""
+        return self._view[0]
+
     def live_nodes(self) -> list[NodeRecord]:
         now = self._clock()
         return [n for n in self._view[0] if n.live(now) or n.node_id == self.me.node_id]
