@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from kio.schema.errors import ErrorCode
 
 from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.leader_forwarder.messages import ANY_EPOCH, AppendBatch
+from zonegate.metastore.models import MetaStoreUnavailable
 from zonegate.metastore.sqlite import SqliteMetaStore
 
 pytestmark = pytest.mark.unit
@@ -117,3 +119,37 @@ def test_a_commit_that_lands_while_its_partition_is_dropped_is_answered_as_writt
         await meta.close()
 
     asyncio.run(run())
+
+
+def test_appends_while_the_store_is_out_of_reach_get_a_retriable_storage_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The metadata store is down: each batch is answered KAFKA_STORAGE_ERROR (clients
+    retry it), the log says so once rather than a traceback per request, and the same
+    batches are committed once the store is back."""
+
+    async def run() -> None:
+        meta = SqliteMetaStore(str(tmp_path / "m.db"))
+        sid = (await meta.create_topic("t", {}, [1])).partitions[0].stream_id
+        leader = LeaderService(meta)
+        await leader.offsets(sid)
+        real_commit = meta.commit_appends
+
+        async def down(commits):  # type: ignore[no-untyped-def]
+            raise MetaStoreUnavailable("PostgreSQL unreachable: [Errno 111] Connection refused")
+
+        meta.commit_appends = down  # type: ignore[method-assign]
+        for _ in range(3):
+            res = await leader.append([_b(sid, 2, pid=7, epoch=0, seq=0), _b(sid, 1)])
+            assert [r.error for r in res] == [ErrorCode.kafka_storage_error] * 2
+        meta.commit_appends = real_commit  # type: ignore[method-assign]
+        res = await leader.append([_b(sid, 2, pid=7, epoch=0, seq=0), _b(sid, 1)])
+        assert [(r.error, r.base_offset) for r in res] == [(ErrorCode.none, 0), (ErrorCode.none, 2)]
+        await meta.close()
+
+    with caplog.at_level(logging.WARNING, logger="zonegate.leader_forwarder.leader"):
+        asyncio.run(run())
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 2 and "KAFKA_STORAGE_ERROR" in said[0], said
+    assert said[1] == "appends are committed again"
+    assert not any(r.exc_info for r in caplog.records)

@@ -24,6 +24,7 @@ from zonegate.leader_forwarder.messages import (
     AppendResult,
     ReadIndexResult,
 )
+from zonegate.metastore.models import MetaStoreUnavailable
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.runtime.crash import crash_point
 from zonegate.storage.index import (
@@ -120,6 +121,7 @@ class LeaderService:
         self._loading: dict[int, asyncio.Future[_Partition]] = {}
         self._queue: list[tuple[Sequence[AppendBatch], asyncio.Future[list[AppendResult]]]] = []
         self._committer: asyncio.Task[None] | None = None
+        self._store_down = False  # said in the log once, until a commit succeeds again
         self.commit_cycles = 0
 
     # -- partition state --------------------------------------------------
@@ -171,6 +173,22 @@ class LeaderService:
 
     # -- append -----------------------------------------------------------
     async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]:
+        """Each batch's offset or error. With the metadata store out of reach every
+        batch gets KAFKA_STORAGE_ERROR, which clients retry (Kafka's answer when a
+        log cannot be written), and the log says so once, not once per request."""
+        try:
+            results = await self._append(batches)
+        except MetaStoreUnavailable as exc:
+            if not self._store_down:
+                self._store_down = True
+                log.warning("appends get KAFKA_STORAGE_ERROR until the store is back: %s", exc)
+            return [AppendResult(ErrorCode.kafka_storage_error)] * len(batches)
+        if self._store_down and any(r.error == ErrorCode.none for r in results):
+            self._store_down = False
+            log.warning("appends are committed again")
+        return results
+
+    async def _append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]:
         newest: dict[int, int] = {}
         for b in batches:
             newest[b.stream_id] = max(newest.get(b.stream_id, ANY_EPOCH), b.leader_epoch)
@@ -186,7 +204,7 @@ class LeaderService:
                 unknown.add(sid)  # its topic was deleted meanwhile, or the caller is wrong
         if unknown:
             known = [b for b in batches if b.stream_id not in unknown]
-            answers = iter(await self.append(known) if known else [])
+            answers = iter(await self._append(known) if known else [])
             return [
                 AppendResult(ErrorCode.unknown_topic_or_partition)
                 if b.stream_id in unknown
@@ -205,7 +223,8 @@ class LeaderService:
             try:
                 await self._commit_cycle(cycle)
             except Exception as exc:
-                log.exception("group commit failed; %d appends get a storage error", len(cycle))
+                if not isinstance(exc, MetaStoreUnavailable):  # append() says that once
+                    log.exception("group commit failed; %d appends get a storage error", len(cycle))
                 # The commit may have landed before the error (a connection lost after
                 # COMMIT was sent): reload these partitions from the store before their
                 # next append, or the next commit would reuse offsets already indexed.
