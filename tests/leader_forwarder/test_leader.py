@@ -121,12 +121,14 @@ def test_a_commit_that_lands_while_its_partition_is_dropped_is_answered_as_writt
     asyncio.run(run())
 
 
-def test_appends_while_the_store_is_out_of_reach_get_a_retriable_storage_error(
+def test_appends_while_the_store_is_out_of_reach_get_retriable_errors_that_do_not_lie(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The metadata store is down: each batch is answered KAFKA_STORAGE_ERROR (clients
-    retry it), the log says so once rather than a traceback per request, and the same
-    batches are committed once the store is back."""
+    """The metadata store is down: a batch whose commit failed is answered
+    REQUEST_TIMED_OUT (it may have landed), one that never reached the store
+    KAFKA_STORAGE_ERROR; clients retry both. The log says so once rather than a
+    traceback per request, and the same batches are committed once, when the store is
+    back."""
 
     async def run() -> None:
         meta = SqliteMetaStore(str(tmp_path / "m.db"))
@@ -135,21 +137,46 @@ def test_appends_while_the_store_is_out_of_reach_get_a_retriable_storage_error(
         await leader.offsets(sid)
         real_commit = meta.commit_appends
 
+        real_load = meta.load_partition
+
         async def down(commits):  # type: ignore[no-untyped-def]
             raise MetaStoreUnavailable("PostgreSQL unreachable: [Errno 111] Connection refused")
 
+        async def load_down(stream_id):  # type: ignore[no-untyped-def]
+            raise MetaStoreUnavailable("PostgreSQL unreachable: [Errno 111] Connection refused")
+
         meta.commit_appends = down  # type: ignore[method-assign]
-        for _ in range(3):
-            res = await leader.append([_b(sid, 2, pid=7, epoch=0, seq=0), _b(sid, 1)])
-            assert [r.error for r in res] == [ErrorCode.kafka_storage_error] * 2
+        res = await leader.append([_b(sid, 2, pid=7, epoch=0, seq=0), _b(sid, 1)])
+        # A commit that failed may have landed: not "not written" (directory.py).
+        assert [r.error for r in res] == [ErrorCode.request_timed_out] * 2
+        # The partition is reloaded before its next append, and that load fails too:
+        # nothing reached the store, nothing was written.
+        meta.load_partition = load_down  # type: ignore[method-assign]
+        res = await leader.append([_b(sid, 2, pid=7, epoch=0, seq=0)])
+        assert [r.error for r in res] == [ErrorCode.kafka_storage_error]
         meta.commit_appends = real_commit  # type: ignore[method-assign]
+        meta.load_partition = real_load  # type: ignore[method-assign]
         res = await leader.append([_b(sid, 2, pid=7, epoch=0, seq=0), _b(sid, 1)])
         assert [(r.error, r.base_offset) for r in res] == [(ErrorCode.none, 0), (ErrorCode.none, 2)]
+
+        # A commit lands and its answer is lost with the connection: the retry of the
+        # idempotent batch is answered with its offset, not written again.
+        async def lands_then_lost(commits):  # type: ignore[no-untyped-def]
+            await real_commit(commits)
+            raise MetaStoreUnavailable("PostgreSQL unreachable: connection lost")
+
+        meta.commit_appends = lands_then_lost  # type: ignore[method-assign]
+        (res0,) = await leader.append([_b(sid, 2, pid=7, epoch=0, seq=2)])
+        assert res0.error == ErrorCode.request_timed_out
+        meta.commit_appends = real_commit  # type: ignore[method-assign]
+        (res1,) = await leader.append([_b(sid, 2, pid=7, epoch=0, seq=2)])
+        assert (res1.error, res1.base_offset) == (ErrorCode.none, 3)
+        assert (await leader.offsets(sid))[1] == 5
         await meta.close()
 
     with caplog.at_level(logging.WARNING, logger="zonegate.leader_forwarder.leader"):
         asyncio.run(run())
     said = [r.getMessage() for r in caplog.records]
-    assert len(said) == 2 and "KAFKA_STORAGE_ERROR" in said[0], said
-    assert said[1] == "appends are committed again"
+    assert len(said) == 4 and "until the metadata store is back" in said[0], said
+    assert said[1] == said[3] == "appends are committed again"
     assert not any(r.exc_info for r in caplog.records)

@@ -8,6 +8,16 @@ the order the producer sent them even when the leader moves: batches whose
 leader answers NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, or cannot be
 reached, are re-resolved against a refreshed catalog and sent to the new leader
 with its epoch. The new leader de-duplicates idempotent producers' retries.
+
+An answer must not say "not written" of a batch that may have been: clients
+take NOT_LEADER_OR_FOLLOWER and KAFKA_STORAGE_ERROR to mean nothing was
+written, and an idempotent producer may then resend it under a new producer
+epoch, which no leader can recognise as a retry (librdkafka does so when a
+later batch meets a sequence gap). So a batch whose fate is unknown (a call
+that failed after it may have reached its leader, or a leader that raised) is
+answered REQUEST_TIMED_OUT, Kafka's answer when the outcome is unknown, unless
+a later attempt settled it; and one leader's failure never changes the answers
+other leaders gave to the rest of the cycle.
 """
 
 from __future__ import annotations
@@ -97,6 +107,7 @@ class LeaderDirectory:
 
     async def _send(self, flat: list[AppendBatch]) -> list[AppendResult]:
         results: list[AppendResult | None] = [None] * len(flat)
+        uncertain: set[int] = set()  # may have been written by an attempt (module doc)
         pending = list(range(len(flat)))
         deadline = self._clock.monotonic() + self._retry_for
         delay = 0.05
@@ -127,11 +138,15 @@ class LeaderDirectory:
                 )
             self.append_rpcs += sum(1 for n in groups if n != self._me)
             retry: list[int] = []
-            for (_, idx), answer in zip(groups.items(), answers, strict=True):
-                if isinstance(answer, BaseException):
-                    if not isinstance(answer, LeaderUnavailable):
-                        raise answer
+            for (node, idx), answer in zip(groups.items(), answers, strict=True):
+                if isinstance(answer, LeaderUnavailable):
+                    uncertain.update(idx)
                     retry += idx
+                    continue
+                if isinstance(answer, BaseException):
+                    log.error("append to leader %d failed", node, exc_info=answer)
+                    for i in idx:
+                        results[i] = AppendResult(ErrorCode.request_timed_out)
                     continue
                 for i, r in zip(idx, answer, strict=True):
                     if r.error in _MOVED:
@@ -142,11 +157,18 @@ class LeaderDirectory:
                 break
             if self._clock.monotonic() >= deadline:
                 for i in retry:
-                    results[i] = AppendResult(ErrorCode.not_leader_or_follower)
+                    results[i] = AppendResult(
+                        ErrorCode.request_timed_out
+                        if i in uncertain
+                        else ErrorCode.not_leader_or_follower
+                    )
                 break
             await self._clock.sleep(delay)
             delay = min(delay * 2, 0.5)
-            await self._refresh()
+            try:
+                await self._refresh()
+            except Exception as exc:  # the metadata store out of reach: retry as we are
+                log.warning("catalog refresh before an append retry failed: %s", exc)
             pending = sorted(retry)
         return [
             r if r is not None else AppendResult(ErrorCode.unknown_server_error) for r in results

@@ -173,20 +173,25 @@ class LeaderService:
 
     # -- append -----------------------------------------------------------
     async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]:
-        """Each batch's offset or error. With the metadata store out of reach every
-        batch gets KAFKA_STORAGE_ERROR, which clients retry (Kafka's answer when a
-        log cannot be written), and the log says so once, not once per request."""
+        """Each batch's offset or error. With the metadata store out of reach, batches
+        not yet sent to it get KAFKA_STORAGE_ERROR (nothing written; Kafka's answer
+        when a log cannot be written) and those of a commit that failed get
+        REQUEST_TIMED_OUT (the outcome unknown); clients retry both, and the log says
+        so once, not once per request."""
         try:
             results = await self._append(batches)
         except MetaStoreUnavailable as exc:
-            if not self._store_down:
-                self._store_down = True
-                log.warning("appends get KAFKA_STORAGE_ERROR until the store is back: %s", exc)
+            self._store_lost(exc)
             return [AppendResult(ErrorCode.kafka_storage_error)] * len(batches)
         if self._store_down and any(r.error == ErrorCode.none for r in results):
             self._store_down = False
             log.warning("appends are committed again")
         return results
+
+    def _store_lost(self, exc: MetaStoreUnavailable) -> None:
+        if not self._store_down:
+            self._store_down = True
+            log.warning("appends fail until the metadata store is back: %s", exc)
 
     async def _append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]:
         newest: dict[int, int] = {}
@@ -223,15 +228,19 @@ class LeaderService:
             try:
                 await self._commit_cycle(cycle)
             except Exception as exc:
-                if not isinstance(exc, MetaStoreUnavailable):  # append() says that once
-                    log.exception("group commit failed; %d appends get a storage error", len(cycle))
+                if isinstance(exc, MetaStoreUnavailable):
+                    self._store_lost(exc)
+                else:
+                    log.exception("group commit of %d appends failed", len(cycle))
                 # The commit may have landed before the error (a connection lost after
                 # COMMIT was sent): reload these partitions from the store before their
-                # next append, or the next commit would reuse offsets already indexed.
+                # next append, or the next commit would reuse offsets already indexed;
+                # and answer REQUEST_TIMED_OUT, the outcome unknown, not an error that
+                # says nothing was written (directory.py).
                 self.forget({b.stream_id for batches, _ in cycle for b in batches})
-                for _, fut in cycle:
+                for batches, fut in cycle:
                     if not fut.done():
-                        fut.set_exception(exc)
+                        fut.set_result([AppendResult(ErrorCode.request_timed_out)] * len(batches))
 
     async def _commit_cycle(
         self, cycle: list[tuple[Sequence[AppendBatch], asyncio.Future[list[AppendResult]]]]

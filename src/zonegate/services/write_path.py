@@ -330,8 +330,9 @@ class ProduceService:
                 # Produce latency's last stage: the leaders' answer (their group commit).
                 self.leader_commit.observe(time.perf_counter() - started)
             except Exception as exc:
+                # The appends may have been committed: not "not written" (directory.py).
                 log.exception("leader append failed")
-                results = [AppendResult(ErrorCode.kafka_storage_error)] * len(appends)
+                results = [AppendResult(ErrorCode.request_timed_out)] * len(appends)
                 for w in owners:
                     w.answer.message = str(exc)
             for w, r in zip(owners, results, strict=True):
