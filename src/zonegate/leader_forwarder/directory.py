@@ -47,6 +47,12 @@ _MOVED = {
 }
 
 
+def _unsettled(uncertain: bool) -> ErrorCode:
+    """The answer for a batch no leader took: not written, unless an attempt may have
+    written it (module doc)."""
+    return ErrorCode.request_timed_out if uncertain else ErrorCode.not_leader_or_follower
+
+
 class LeaderDirectory:
     def __init__(
         self,
@@ -117,7 +123,7 @@ class LeaderDirectory:
             for i in pending:
                 leader, epoch, node = self._leader(flat[i].stream_id)
                 if leader is None:
-                    results[i] = AppendResult(ErrorCode.not_leader_or_follower)
+                    results[i] = AppendResult(_unsettled(i in uncertain))
                     continue
                 if flat[i].leader_epoch != epoch:
                     flat[i] = dataclasses.replace(flat[i], leader_epoch=epoch)
@@ -157,11 +163,7 @@ class LeaderDirectory:
                 break
             if self._clock.monotonic() >= deadline:
                 for i in retry:
-                    results[i] = AppendResult(
-                        ErrorCode.request_timed_out
-                        if i in uncertain
-                        else ErrorCode.not_leader_or_follower
-                    )
+                    results[i] = AppendResult(_unsettled(i in uncertain))
                 break
             await self._clock.sleep(delay)
             delay = min(delay * 2, 0.5)
