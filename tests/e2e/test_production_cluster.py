@@ -127,12 +127,14 @@ def test_rolling_restart_kill_and_metadata_store_outage(
 def _controller(nodes: list[ClusterNode]) -> ClusterNode:
     """The one node whose /metrics says it holds the controller lease."""
 
+    def active(n: ClusterNode) -> bool:
+        try:
+            return any(k == "zonegate_controller_active" and v == 1.0 for k, _, v in n.metrics())
+        except OSError:  # its endpoint not up yet (just restarted)
+            return False
+
     def holders() -> list[ClusterNode]:
-        return [
-            n
-            for n in nodes
-            if any(k == "zonegate_controller_active" and v == 1.0 for k, _, v in n.metrics())
-        ]
+        return [n for n in nodes if active(n)]
 
     assert wait_until(lambda: len(holders()) == 1, timeout=20), "one controller"
     return holders()[0]
