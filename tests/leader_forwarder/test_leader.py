@@ -180,3 +180,51 @@ def test_appends_while_the_store_is_out_of_reach_get_retriable_errors_that_do_no
     assert len(said) == 4 and "until the metadata store is back" in said[0], said
     assert said[1] == said[3] == "appends are committed again"
     assert not any(r.exc_info for r in caplog.records)
+
+
+def test_a_reload_during_a_commit_waits_for_it(tmp_path: Path) -> None:
+    """The partition's state is dropped (a catalog change) while a commit of it is in
+    flight, and an append reloads it: the load waits for the commit, or it would read
+    the offsets before it and hand them out again (seen as a duplicate-key error in a
+    rolling restart)."""
+
+    async def run() -> None:
+        meta = SqliteMetaStore(str(tmp_path / "m.db"))
+        sid = (await meta.create_topic("t", {}, [1])).partitions[0].stream_id
+        leader = LeaderService(meta)
+        await leader.offsets(sid)
+        real_commit, real_load = meta.commit_appends, meta.load_partition
+        landed, read = asyncio.Event(), asyncio.Event()
+        reloads = []
+
+        loads = []
+
+        async def load(stream_id):  # type: ignore[no-untyped-def]
+            loads.append(stream_id)
+            state = await real_load(stream_id)
+            read.set()
+            await landed.wait()  # returns after the commit's own bookkeeping
+            return state
+
+        async def commit_racing(commits):  # type: ignore[no-untyped-def]
+            meta.commit_appends = real_commit  # type: ignore[method-assign]
+            leader.forget([sid])
+            reloads.append(asyncio.ensure_future(leader.offsets(sid)))
+            for _ in range(3):
+                await asyncio.sleep(0)  # the reload runs up to its first wait
+            if loads:  # it went to the store at once: let it read before the commit
+                await read.wait()
+            fenced = await real_commit(commits)
+            landed.set()
+            return fenced
+
+        meta.commit_appends = commit_racing  # type: ignore[method-assign]
+        meta.load_partition = load  # type: ignore[method-assign]
+        (first,) = await leader.append([_b(sid, 3)])
+        assert (first.error, first.base_offset) == (ErrorCode.none, 0)
+        assert (await reloads[0])[1] == 3, "the reload saw the commit"
+        (second,) = await leader.append([_b(sid, 2)])
+        assert (second.error, second.base_offset) == (ErrorCode.none, 3)
+        await meta.close()
+
+    asyncio.run(run())

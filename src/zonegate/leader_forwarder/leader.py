@@ -121,6 +121,9 @@ class LeaderService:
         self._loading: dict[int, asyncio.Future[_Partition]] = {}
         self._queue: list[tuple[Sequence[AppendBatch], asyncio.Future[list[AppendResult]]]] = []
         self._committer: asyncio.Task[None] | None = None
+        # The streams of the cycle being committed, and a future completed when it is.
+        self._committing: set[int] = set()
+        self._committed: asyncio.Future[None] | None = None
         self._store_down = False  # said in the log once, until a commit succeeds again
         self.commit_cycles = 0
 
@@ -135,6 +138,11 @@ class LeaderService:
         fut: asyncio.Future[_Partition] = asyncio.get_running_loop().create_future()
         self._loading[stream_id] = fut
         try:
+            # A commit of this partition in flight (its state was dropped meanwhile: a
+            # catalog change, a failed cycle) lands first: a load that read the store
+            # before it would hand the next cycle offsets that commit took.
+            while stream_id in self._committing and self._committed is not None:
+                await asyncio.shield(self._committed)
             state = await self._meta.load_partition(stream_id)
             # Read once, to draw the segments and keep the tail; not kept whole.
             entries = await self._meta.read_index(stream_id)
@@ -225,6 +233,8 @@ class LeaderService:
     async def _commit_loop(self) -> None:
         while self._queue:
             cycle, self._queue = self._queue, []
+            self._committing = {b.stream_id for batches, _ in cycle for b in batches}
+            self._committed = asyncio.get_running_loop().create_future()
             try:
                 await self._commit_cycle(cycle)
             except Exception as exc:
@@ -241,6 +251,10 @@ class LeaderService:
                 for batches, fut in cycle:
                     if not fut.done():
                         fut.set_result([AppendResult(ErrorCode.request_timed_out)] * len(batches))
+            finally:
+                self._committing = set()
+                if not self._committed.done():
+                    self._committed.set_result(None)
 
     async def _commit_cycle(
         self, cycle: list[tuple[Sequence[AppendBatch], asyncio.Future[list[AppendResult]]]]
