@@ -228,3 +228,35 @@ def test_a_reload_during_a_commit_waits_for_it(tmp_path: Path) -> None:
         await meta.close()
 
     asyncio.run(run())
+
+
+def test_a_catalog_change_keeps_state_already_loaded_at_the_new_epoch(tmp_path: Path) -> None:
+    """A partition moved to this node and its first append (carrying the new epoch) came
+    before this node's catalog said so: the catalog change that follows must not drop
+    the state just loaded (a needless reload, and the race of the test above)."""
+
+    async def run() -> None:
+        meta = SqliteMetaStore(str(tmp_path / "m.db"))
+        sid = (await meta.create_topic("t", {}, [1])).partitions[0].stream_id
+        leader = LeaderService(meta)
+        real_load = meta.load_partition
+        loads = []
+
+        async def counted(stream_id):  # type: ignore[no-untyped-def]
+            loads.append(stream_id)
+            return await real_load(stream_id)
+
+        meta.load_partition = counted  # type: ignore[method-assign]
+        await leader.offsets(sid)
+        await meta.move_partitions([(sid, 2)])  # epoch 1
+        (res,) = await leader.append([_b(sid, 2, leader_epoch=1)])
+        assert res.error == ErrorCode.none and len(loads) == 2, "reloaded at epoch 1"
+        leader.forget_unless_at({sid: 1})
+        await leader.offsets(sid)
+        assert len(loads) == 2, "kept"
+        leader.forget_unless_at({sid: 2})
+        await leader.offsets(sid)
+        assert len(loads) == 3, "dropped: not held at that epoch"
+        await meta.close()
+
+    asyncio.run(run())

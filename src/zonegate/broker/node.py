@@ -348,15 +348,18 @@ class Node:
     def _on_catalog_change(self, old: dict[int, PartitionInfo]) -> None:
         me = self.config.node_id
         stale = []
+        led: dict[int, int] = {}  # moved to this node: stream id -> its new epoch
         for sid, before in old.items():
             now = self.catalog.by_stream(sid)
-            if (
-                now is None
-                or (before.leader_node == me and now.leader_node != me)
-                or (now.leader_epoch != before.leader_epoch)
-            ):
+            if now is None or (before.leader_node == me and now.leader_node != me):
                 stale.append(sid)
+            elif now.leader_epoch != before.leader_epoch:
+                if now.leader_node == me:
+                    led[sid] = now.leader_epoch
+                else:
+                    stale.append(sid)
         self.local_leader.forget(stale)
+        self.local_leader.forget_unless_at(led)
 
     def _segmenting(self, stream_id: int) -> tuple[int, int]:
         """(segment.ms, segment.bytes) in force for the partition's topic."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
@@ -178,6 +178,16 @@ class LeaderService:
             p = self._partitions.pop(sid, None)
             if p is not None:
                 p.notify()
+
+    def forget_unless_at(self, epochs: Mapping[int, int]) -> None:
+        """Drops the cached state of each partition not held at the given leader epoch
+        (this node leads it at that epoch now): state loaded at the new epoch already,
+        when its first append came before the catalog said so, is kept."""
+        self.forget(
+            sid
+            for sid, epoch in epochs.items()
+            if (p := self._partitions.get(sid)) is not None and p.leader_epoch != epoch
+        )
 
     # -- append -----------------------------------------------------------
     async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]:
