@@ -8,6 +8,7 @@ miss renewals and lose their partitions.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 
 from zonegate.broker.controller import Controller
 from zonegate.broker.lease_keeper import LeaseKeeper
-from zonegate.metastore.models import NodeRecord
+from zonegate.metastore.models import MetaStoreUnavailable, NodeRecord
 from zonegate.metastore.sqlite import SqliteMetaStore
 from zonegate.router.membership import Membership, wall_ms
 
@@ -81,3 +82,32 @@ def test_a_stuck_serving_loop_stops_the_renewals(tmp_path: Path) -> None:
         await meta.close()
 
     asyncio.run(run())
+
+
+def test_a_store_outage_is_said_once_not_at_every_heartbeat(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def run() -> None:
+        meta, membership, keeper = _keeper(tmp_path / "meta.db", stall_s=30)
+        real_register, real_acquire = meta.register_node, meta.acquire_lease
+
+        async def down(*_args: object) -> bool:
+            raise MetaStoreUnavailable("PostgreSQL unreachable: [Errno 111] Connection refused")
+
+        meta.register_node = down  # type: ignore[method-assign]
+        meta.acquire_lease = down  # type: ignore[method-assign]
+        for _ in range(5):
+            await keeper.pass_once(meta)
+        meta.register_node = real_register  # type: ignore[method-assign]
+        meta.acquire_lease = real_acquire  # type: ignore[method-assign]
+        await keeper.pass_once(meta)
+        await keeper.pass_once(meta)
+        assert keeper.renewals == 2
+        await meta.close()
+
+    with caplog.at_level(logging.WARNING, logger="zonegate.broker.lease_keeper"):
+        asyncio.run(run())
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 2, said
+    assert "cannot renew its lease until the store is back" in said[0]
+    assert said[1] == "node 1 renews its lease again"

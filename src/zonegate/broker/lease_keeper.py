@@ -56,6 +56,7 @@ class LeaseKeeper:
         self._thread: threading.Thread | None = None
         self._ticker: asyncio.Task[None] | None = None
         self.renewals = 0
+        self._store_down = False  # said in the log once, until a renewal works again
 
     def loop_tick(self) -> None:
         """Called by the serving loop: it is still turning."""
@@ -115,7 +116,10 @@ class LeaseKeeper:
             await meta.close()
 
     async def pass_once(self, meta: MetaStore) -> None:
-        """One renewal of this node's lease, then one controller pass."""
+        """One renewal of this node's lease, then one controller pass. While the
+        metadata store is out of reach the log says so once, and once when it is back,
+        not at every heartbeat."""
+        me = self._membership.me.node_id
         try:
             if not await self._membership.renew(meta):
                 # Another incarnation holds this node's lease: we are a zombie. No
@@ -123,13 +127,20 @@ class LeaseKeeper:
                 self._on_fenced()
                 return
             self.renewals += 1
+            if self._store_down:
+                self._store_down = False
+                log.warning("node %d renews its lease again", me)
         except MetaStoreUnavailable as exc:
-            log.warning("node %d could not renew its lease: %s", self._membership.me.node_id, exc)
+            if not self._store_down:
+                self._store_down = True
+                log.warning("node %d cannot renew its lease until the store is back: %s", me, exc)
         except Exception:
-            log.exception("node %d could not renew its lease", self._membership.me.node_id)
+            log.exception("node %d could not renew its lease", me)
         try:
+            # Run even with the store down: the controller notes the outage (controller.py).
             await self._controller.run_once(meta)
         except MetaStoreUnavailable as exc:
-            log.warning("controller pass failed: %s", exc)
+            if not self._store_down:
+                log.warning("controller pass failed: %s", exc)
         except Exception:
             log.exception("controller pass failed")
