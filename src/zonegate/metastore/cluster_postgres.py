@@ -19,7 +19,7 @@ from zonegate.metastore.models import (
     TopicExists,
     TopicInfo,
 )
-from zonegate.metastore.tables_postgres import Db, PostgresTables, changed_rows
+from zonegate.metastore.tables_postgres import Db, PostgresTables, changed_rows, put_values
 
 
 class ClusterTables(PostgresTables):
@@ -310,19 +310,7 @@ class ClusterTables(PostgresTables):
         self, scope: str, changes: dict[str, str | None]
     ) -> dict[str, str]:
         async def fn(db: Db) -> dict[str, str]:
-            for name, value in changes.items():
-                if value is None:
-                    await db.execute(
-                        "DELETE FROM cluster_configs WHERE scope = $1 AND name = $2", scope, name
-                    )
-                else:
-                    await db.execute(
-                        "INSERT INTO cluster_configs (scope, name, value) VALUES ($1, $2, $3) "
-                        "ON CONFLICT (scope, name) DO UPDATE SET value = excluded.value",
-                        scope,
-                        name,
-                        value,
-                    )
+            await put_values(db, "cluster_configs", "scope", scope, changes)
             await _bump_version(db)
             rows = await db.fetch("SELECT name, value FROM cluster_configs WHERE scope = $1", scope)
             return {str(r[0]): str(r[1]) for r in rows}

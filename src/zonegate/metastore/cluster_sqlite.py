@@ -18,7 +18,7 @@ from zonegate.metastore.models import (
     TopicExists,
     TopicInfo,
 )
-from zonegate.metastore.tables_sqlite import SqliteTables
+from zonegate.metastore.tables_sqlite import SqliteTables, put_values
 
 
 class ClusterTables(SqliteTables):
@@ -261,17 +261,7 @@ class ClusterTables(SqliteTables):
         self, scope: str, changes: dict[str, str | None]
     ) -> dict[str, str]:
         def fn(db: sqlite3.Connection) -> dict[str, str]:
-            for name, value in changes.items():
-                if value is None:
-                    db.execute(
-                        "DELETE FROM cluster_configs WHERE scope = ? AND name = ?", (scope, name)
-                    )
-                else:
-                    db.execute(
-                        "INSERT OR REPLACE INTO cluster_configs (scope, name, value) "
-                        "VALUES (?, ?, ?)",
-                        (scope, name, value),
-                    )
+            put_values(db, "cluster_configs", "scope", scope, changes)
             _bump_version(db)
             rows = db.execute(
                 "SELECT name, value FROM cluster_configs WHERE scope = ?", (scope,)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from zonegate.metastore.models import QuotaEntity, quota_entity_from_key, quota_entity_key
-from zonegate.metastore.tables_postgres import Db, PostgresTables
+from zonegate.metastore.tables_postgres import Db, PostgresTables, put_values
 
 
 class QuotaTables(PostgresTables):
@@ -23,19 +23,6 @@ class QuotaTables(PostgresTables):
     ) -> None:
         async def fn(db: Db) -> None:
             for entity, values in changes:
-                key = quota_entity_key(entity)
-                for name, value in values.items():
-                    if value is None:
-                        await db.execute(
-                            "DELETE FROM client_quotas WHERE entity = $1 AND name = $2", key, name
-                        )
-                    else:
-                        await db.execute(
-                            "INSERT INTO client_quotas (entity, name, value) VALUES ($1, $2, $3) "
-                            "ON CONFLICT (entity, name) DO UPDATE SET value = excluded.value",
-                            key,
-                            name,
-                            value,
-                        )
+                await put_values(db, "client_quotas", "entity", quota_entity_key(entity), values)
 
         await self._tx(fn)

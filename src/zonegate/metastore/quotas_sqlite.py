@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from zonegate.metastore.models import QuotaEntity, quota_entity_from_key, quota_entity_key
-from zonegate.metastore.tables_sqlite import SqliteTables
+from zonegate.metastore.tables_sqlite import SqliteTables, put_values
 
 
 class QuotaTables(SqliteTables):
@@ -24,17 +24,6 @@ class QuotaTables(SqliteTables):
     ) -> None:
         def fn(db: sqlite3.Connection) -> None:
             for entity, values in changes:
-                key = quota_entity_key(entity)
-                for name, value in values.items():
-                    if value is None:
-                        db.execute(
-                            "DELETE FROM client_quotas WHERE entity = ? AND name = ?", (key, name)
-                        )
-                    else:
-                        db.execute(
-                            "INSERT OR REPLACE INTO client_quotas (entity, name, value) "
-                            "VALUES (?, ?, ?)",
-                            (key, name, value),
-                        )
+                put_values(db, "client_quotas", "entity", quota_entity_key(entity), values)
 
         await self._run(fn)

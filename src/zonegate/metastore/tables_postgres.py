@@ -16,7 +16,7 @@ know) is refused instead of guessed at.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 import asyncpg
@@ -185,3 +185,23 @@ class PostgresTables(ABC):
 def changed_rows(status: str) -> int:
     """The row count of a command status: "INSERT 0 1" -> 1, "UPDATE 3" -> 3."""
     return int(status.rsplit(" ", 1)[-1])
+
+
+async def put_values(
+    db: Db, table: str, key_column: str, key: str, values: Mapping[str, object]
+) -> None:
+    """Sets the named values of `key` in a (key, name, value) table; a name given None
+    is deleted. `table` and `key_column` are the code's own names, never input."""
+    for name, value in values.items():
+        if value is None:
+            await db.execute(
+                f"DELETE FROM {table} WHERE {key_column} = $1 AND name = $2", key, name
+            )
+        else:
+            await db.execute(
+                f"INSERT INTO {table} ({key_column}, name, value) VALUES ($1, $2, $3) "
+                f"ON CONFLICT ({key_column}, name) DO UPDATE SET value = excluded.value",
+                key,
+                name,
+                value,
+            )

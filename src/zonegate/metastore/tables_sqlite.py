@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -180,3 +180,18 @@ class SqliteTables(ABC):
     async def _run_on_loop(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """`fn` in one write transaction, on the event loop's thread when the write lock
         is free at once (the leader's group commit, on every produce's path)."""
+
+
+def put_values(
+    db: sqlite3.Connection, table: str, key_column: str, key: str, values: Mapping[str, object]
+) -> None:
+    """Sets the named values of `key` in a (key, name, value) table; a name given None
+    is deleted. `table` and `key_column` are the code's own names, never input."""
+    for name, value in values.items():
+        if value is None:
+            db.execute(f"DELETE FROM {table} WHERE {key_column} = ? AND name = ?", (key, name))
+        else:
+            db.execute(
+                f"INSERT OR REPLACE INTO {table} ({key_column}, name, value) VALUES (?, ?, ?)",
+                (key, name, value),
+            )
