@@ -257,7 +257,7 @@ class LeaderService:
                 # next append, or the next commit would reuse offsets already indexed;
                 # and answer REQUEST_TIMED_OUT, the outcome unknown, not an error that
                 # says nothing was written (directory.py).
-                self.forget({b.stream_id for batches, _ in cycle for b in batches})
+                self.forget(self._committing)
                 for batches, fut in cycle:
                     if not fut.done():
                         fut.set_result([AppendResult(ErrorCode.request_timed_out)] * len(batches))
