@@ -31,6 +31,7 @@ from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.kafka_errors import LEADER_MOVED, OUTCOME_UNKNOWN
 from zonegate.leader_forwarder.api import Leader
 from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
 from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
@@ -40,17 +41,12 @@ from zonegate.storage.index import IndexEntry, UnknownStream
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-_MOVED = {
-    ErrorCode.not_leader_or_follower,
-    ErrorCode.fenced_leader_epoch,
-    ErrorCode.unknown_leader_epoch,
-}
 
 
 def _unsettled(uncertain: bool) -> ErrorCode:
     """The answer for a batch no leader took: not written, unless an attempt may have
     written it (module doc)."""
-    return ErrorCode.request_timed_out if uncertain else ErrorCode.not_leader_or_follower
+    return OUTCOME_UNKNOWN if uncertain else ErrorCode.not_leader_or_follower
 
 
 class LeaderDirectory:
@@ -152,10 +148,10 @@ class LeaderDirectory:
                 if isinstance(answer, BaseException):
                     log.error("append to leader %d failed", node, exc_info=answer)
                     for i in idx:
-                        results[i] = AppendResult(ErrorCode.request_timed_out)
+                        results[i] = AppendResult(OUTCOME_UNKNOWN)
                     continue
                 for i, r in zip(idx, answer, strict=True):
-                    if r.error in _MOVED:
+                    if r.error in LEADER_MOVED:
                         retry.append(i)
                     else:
                         results[i] = r

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.kafka_errors import OUTCOME_UNKNOWN
 from zonegate.leader_forwarder.messages import (
     ANY_EPOCH,
     AppendBatch,
@@ -260,7 +261,7 @@ class LeaderService:
                 self.forget(self._committing)
                 for batches, fut in cycle:
                     if not fut.done():
-                        fut.set_result([AppendResult(ErrorCode.request_timed_out)] * len(batches))
+                        fut.set_result([AppendResult(OUTCOME_UNKNOWN)] * len(batches))
             finally:
                 self._committing = set()
                 if not self._committed.done():

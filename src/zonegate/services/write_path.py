@@ -20,6 +20,7 @@ from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.kafka_errors import OUTCOME_UNKNOWN
 from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
 from zonegate.leader_forwarder.messages import ANY_EPOCH, AppendBatch, AppendResult
 from zonegate.metastore.api import ProducerIds
@@ -332,7 +333,7 @@ class ProduceService:
             except Exception as exc:
                 # The appends may have been committed: not "not written" (directory.py).
                 log.exception("leader append failed")
-                results = [AppendResult(ErrorCode.request_timed_out)] * len(appends)
+                results = [AppendResult(OUTCOME_UNKNOWN)] * len(appends)
                 for w in owners:
                     w.answer.message = str(exc)
             for w, r in zip(owners, results, strict=True):
