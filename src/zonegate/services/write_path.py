@@ -346,4 +346,6 @@ class ProduceService:
             a, first = w.answer, w.first
             if a.error == ErrorCode.none and first is not None:
                 a.base_offset, a.log_start_offset = first.base_offset, first.log_start_offset
+            elif a.error != ErrorCode.none:
+                a.log_append_time = -1  # as Kafka's PartitionResponse(error)
         return [w.answer for w in works]
