@@ -20,7 +20,7 @@ from zonegate.records.batch import validate_batches
 from zonegate.records.build import build_batch
 from zonegate.runtime.clock import ManualClock
 from zonegate.services.api import ProducedPartition, ProducePartition
-from zonegate.services.topic_configs import effective
+from zonegate.services.topic_configs import TopicRules, topic_rules
 
 # LeaderUnavailable as the write path knows it, wherever the leader's contract keeps it.
 from zonegate.services.write_path import LeaderUnavailable, ProduceService
@@ -46,8 +46,8 @@ class FakeCatalog:
     def get(self, name: str) -> TopicInfo | None:
         return self.topics.get(name)
 
-    def config(self, topic: TopicInfo, name: str) -> str:
-        return effective(topic.configs, name)
+    def rules(self, topic: TopicInfo) -> TopicRules:
+        return topic_rules(topic.configs)
 
 
 class FakeWal:
@@ -116,8 +116,7 @@ class Node:
         self.leaders = FakeLeaders()
         self.clock = ManualClock(wall_ms=NOW)
         self.service = ProduceService(
-            self.catalog.get,
-            self.catalog.config,
+            self.catalog,
             self.wal,
             self.leaders,
             FakeProducerIds(),
@@ -258,3 +257,27 @@ def test_delete_records_asks_the_partitions_leader() -> None:
 def test_producer_ids_come_from_the_store() -> None:
     node = Node()
     assert run(node.service.allocate_producer_id()) == 1000
+
+
+def test_the_topics_rules_from_the_catalog_apply() -> None:
+    node = Node(_topic("c", 1, 10, **{"cleanup.policy": "compact"}))
+    keyless = build_batch([(None, b"v", (), NOW)])
+    (answer,) = node.produce(("c", 0, keyless))
+    assert answer.error == ErrorCode.invalid_record
+    assert answer.record_errors == (
+        (0, "Compacted topic cannot accept message without key in topic partition c-0"),
+    )
+    assert node.wal.staged == []
+
+
+def test_the_window_is_the_clocks() -> None:
+    node = Node(_topic("w", 1, 10, **{"message.timestamp.after.max.ms": "1000"}))
+    ahead = _batch(ts=NOW + 5_000)
+    (answer,) = node.produce(("w", 0, ahead))
+    assert answer.error == ErrorCode.invalid_timestamp
+    assert answer.record_errors == (
+        (0, f"timestamp {NOW + 5_000} of record 0 is more than 1000 ms in the future"),
+    )
+    run(node.clock.advance(4.0))
+    (answer,) = node.produce(("w", 0, ahead))
+    assert (answer.error, answer.base_offset) == (ErrorCode.none, 0)
