@@ -56,11 +56,16 @@ class FakeWal:
     def __init__(self) -> None:
         self.staged: list[tuple[int, bytes]] = []
         self.fail: Exception | None = None
+        self.hold = False  # leave every upload pending
+        self.futures: list[asyncio.Future[WalEntryLocation]] = []
 
     def append(self, stream_id: int, data: bytes) -> asyncio.Future[WalEntryLocation]:
         fut: asyncio.Future[WalEntryLocation] = asyncio.get_running_loop().create_future()
         position = sum(len(d) for _, d in self.staged)
         self.staged.append((stream_id, data))
+        self.futures.append(fut)
+        if self.hold:
+            return fut
         if self.fail is not None:
             fut.set_exception(self.fail)
         else:
@@ -281,3 +286,21 @@ def test_the_window_is_the_clocks() -> None:
     run(node.clock.advance(4.0))
     (answer,) = node.produce(("w", 0, ahead))
     assert (answer.error, answer.base_offset) == (ErrorCode.none, 0)
+
+
+def test_a_client_gone_cancels_the_uploads_it_waited_for() -> None:
+    node = Node(_topic("a", 2, 10))
+    node.wal.hold = True
+
+    async def main() -> None:
+        asks = [ProducePartition("a", p, _batch()) for p in (0, 1)]
+        task = asyncio.create_task(node.service.produce(asks, client="test"))
+        await asyncio.sleep(0)  # staged, waiting for the first upload
+        assert len(node.wal.futures) == 2
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run(main())
+    assert all(f.cancelled() for f in node.wal.futures)
+    assert node.leaders.appended == []

@@ -134,11 +134,8 @@ class ProduceService:
             topic_partition=f"{a.topic}-{a.partition}",
         )
         if isinstance(outcome, Refused):
-            a.error, a.message, a.record_errors = (
-                outcome.error,
-                outcome.message,
-                outcome.record_errors,
-            )
+            a.error, a.message = outcome.error, outcome.message
+            a.record_errors = outcome.record_errors
             if outcome.error == ErrorCode.corrupt_message:
                 log.info(
                     "produce to %s-%d from %s rejected: %s",
