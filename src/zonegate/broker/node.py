@@ -232,9 +232,7 @@ class Node:
         self.quotas = QuotaService(
             self.meta, clock, QuotaWindow(config.quota_window_num, config.quota_window_size_s)
         )
-        self.produce = ProduceService(
-            self.catalog.get, self.catalog.config, self.wal, self.leader, self.meta, clock
-        )
+        self.produce = ProduceService(self.catalog, self.wal, self.leader, self.meta, clock)
         self.services = Services(
             cluster=self.cluster,
             topics=self.catalog,

@@ -5,6 +5,8 @@ update the cache at once; changes made by other nodes (topics, leader moves)
 arrive by `refresh`, which reloads only when the store's metadata version moved:
 every few hundred ms, and at once when a name is not in the cache (`lookup`), so
 a topic created through one node is known to the others the next moment.
+Each topic's produce rules (`TopicRules`) are parsed here, whenever its configs or
+the defaults change, so the write path never reads a config string.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from zonegate.metastore.models import (
     TopicInfo,
 )
 from zonegate.services.topic_configs import (
+    TopicRules,
     effective,
+    topic_rules,
     validate_broker_defaults,
     validate_topic_configs,
 )
@@ -74,6 +78,7 @@ class Catalog:
         self._by_name: dict[str, TopicInfo] = {}
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
         self._by_stream: dict[int, PartitionInfo] = {}
+        self._rules: dict[uuid.UUID, TopicRules] = {}
         self._lock = asyncio.Lock()
         self._version = -1
         # The defaults of topic configs set at run time (topic names) per scope: "" the
@@ -97,6 +102,13 @@ class Catalog:
         default, the cluster's default, Kafka's default)."""
         return effective(topic.configs, name, self.defaults)
 
+    def rules(self, topic: TopicInfo) -> TopicRules:
+        """The produce rules in force for `topic`, as parsed when the catalog changed."""
+        rules = self._rules.get(topic.topic_id)
+        if rules is None:  # a topic this cache no longer holds (deleted meanwhile)
+            rules = topic_rules(topic.configs, self.defaults)
+        return rules
+
     def defaults_at(self, scope: str) -> dict[str, str]:
         return dict(self._scoped.get(scope, {}))
 
@@ -104,6 +116,9 @@ class Catalog:
         self._scoped = scoped
         local = scoped.get(self.local_scope, {}) if self.local_scope else {}
         self.defaults = {**scoped.get("", {}), **local}
+        self._rules = {
+            t.topic_id: topic_rules(t.configs, self.defaults) for t in self._by_id.values()
+        }
 
     async def alter_configs(
         self, name: str, changes: dict[str, str | None], *, replace: bool, validate_only: bool
@@ -148,9 +163,10 @@ class Catalog:
         if version == self._version and not force:
             return False
         topics = await self._meta.list_topics()
-        self._set_scoped(await self._meta.get_cluster_configs())
+        scoped = await self._meta.get_cluster_configs()
         old = self._by_stream
         self._by_name, self._by_id, self._by_stream = {}, {}, {}
+        self._set_scoped(scoped)  # before the topics: each one's rules are parsed as it is put
         for t in topics:
             self._put(t)
         self._version = version
@@ -161,6 +177,7 @@ class Catalog:
     def _put(self, t: TopicInfo) -> None:
         self._by_name[t.name] = t
         self._by_id[t.topic_id] = t
+        self._rules[t.topic_id] = topic_rules(t.configs, self.defaults)
         for p in t.partitions:
             self._by_stream[p.stream_id] = p
 
@@ -234,6 +251,7 @@ class Catalog:
             if t is not None:
                 self._by_name.pop(t.name, None)
                 self._by_id.pop(t.topic_id, None)
+                self._rules.pop(t.topic_id, None)
                 for p in t.partitions:
                     self._by_stream.pop(p.stream_id, None)
                 if self._on_deleted is not None:

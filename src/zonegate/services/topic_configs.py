@@ -1,13 +1,17 @@
 """The topic configurations zonegate knows, with Kafka's defaults and validation.
 
 Unknown names and bad values are refused (INVALID_CONFIG), as Kafka does, so a
-typo never silently does nothing.
+typo never silently does nothing. `TopicRules` is the typed view of the configs
+produce applies, parsed once when the catalog changes (`topic_rules`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+from zonegate.records.rewrite import CODEC_IDS
+from zonegate.storage.cleaner import is_compacted
 
 
 class InvalidConfig(ValueError):
@@ -187,3 +191,38 @@ def apply_incremental(
         else:
             raise InvalidConfig(f"unknown operation {op} on {name}")
     return changes
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRules:
+    """What produce checks and changes in a topic's batches (services/log_validator.py),
+    parsed from the configs in force."""
+
+    max_message_bytes: int  # max.message.bytes: the largest batch, header included
+    log_append_time: bool  # message.timestamp.type=LogAppendTime: the node stamps batches
+    # message.timestamp.before/after.max.ms: how far a CreateTime record may lie
+    # behind or ahead of the node's time
+    timestamp_before_max_ms: int
+    timestamp_after_max_ms: int
+    keys_required: bool  # cleanup.policy has compact: a record without a key is refused
+    codec: int | None  # compression.type as a codec id (records/rewrite.py); None: producer
+
+
+def topic_rules(
+    configs: Mapping[str, str], defaults: Mapping[str, str] | None = None
+) -> TopicRules:
+    """The rules of a topic whose own configs are `configs`, over `defaults` (see
+    `effective`); the values were validated when they were set."""
+
+    def value(name: str) -> str:
+        return effective(configs, name, defaults)
+
+    codec = value("compression.type")
+    return TopicRules(
+        max_message_bytes=int(value("max.message.bytes")),
+        log_append_time=value("message.timestamp.type") == "LogAppendTime",
+        timestamp_before_max_ms=int(value("message.timestamp.before.max.ms")),
+        timestamp_after_max_ms=int(value("message.timestamp.after.max.ms")),
+        keys_required=is_compacted(value("cleanup.policy")),
+        codec=None if codec == "producer" else CODEC_IDS[codec],
+    )

@@ -1,12 +1,10 @@
 """The write path: validate, stage in the WAL, wait for the upload, have the leader commit.
 
-Every batch is checked (magic 2, CRC32C, lengths, record count, the topic's
-max.message.bytes) before anything is staged; a bad batch fails only its
-partition. Batches are stored as received; a compressed one is decompressed
-only to read what the topic asks of its records: CreateTime timestamps, and the
-keys a compacted topic requires. The answer
-comes when the WAL object holding the batches is in the object store and each
-partition's leader has committed their index entries: "durable and indexed".
+Each partition's records are checked and made ready to store by the record
+validator (services/log_validator.py) before anything is staged; a refused
+partition fails alone. The answer comes when the WAL object holding the batches
+is in the object store and each partition's leader has committed their index
+entries: "durable and indexed".
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -25,24 +23,27 @@ from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
 from zonegate.leader_forwarder.messages import ANY_EPOCH, AppendBatch, AppendResult
 from zonegate.metastore.api import ProducerIds
 from zonegate.metastore.models import TopicInfo
-from zonegate.records.batch import BatchHeader, CorruptBatch, validate_batches
-from zonegate.records.rewrite import (
-    CODEC_IDS,
-    CREATE_TIME,
-    LOG_APPEND_TIME,
-    keyless_records,
-    recompress,
-    record_times,
-    stamp,
-)
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.runtime.histogram import Histogram
 from zonegate.services.api import ProducedPartition, ProducePartition
-from zonegate.storage.cleaner import is_compacted
+from zonegate.services.log_validator import Refused, StoredBatch, validate
+from zonegate.services.topic_configs import TopicRules
 from zonegate.storage.index import UnknownStream
 from zonegate.wal_s3.wal_writer import WalEntryLocation
 
 log = logging.getLogger(__name__)
+
+
+class ProduceCatalog(Protocol):
+    """What the write path asks of the node's catalog (services/catalog.py)."""
+
+    def get(self, name: str) -> TopicInfo | None:
+        """The topic as cached now, without waiting on the metadata store."""
+        ...
+
+    def rules(self, topic: TopicInfo) -> TopicRules:
+        """The topic's produce rules, parsed when its configs last changed."""
+        ...
 
 
 class Wal(Protocol):
@@ -56,20 +57,13 @@ class Appender(Protocol):
 
 
 @dataclass(slots=True)
-class _Batch:
-    """A batch as it is stored: its bytes (rewritten when the topic asks), its header,
-    and the max timestamp its records carry."""
-
-    data: bytes
-    header: BatchHeader
-    max_timestamp: int
-
-
-@dataclass(slots=True)
 class _Work:
+    """One partition of a produce request on its way: its answer, and its batches once
+    accepted, staged and committed."""
+
     answer: ProducedPartition
     stream_id: int = -1
-    batches: list[_Batch] | None = None
+    batches: tuple[StoredBatch, ...] = ()
     staged: list[asyncio.Future[WalEntryLocation]] | None = None
     first: AppendResult | None = None
 
@@ -77,15 +71,13 @@ class _Work:
 class ProduceService:
     def __init__(
         self,
-        topics: Callable[[str], TopicInfo | None],
-        config: Callable[[TopicInfo, str], str],
+        catalog: ProduceCatalog,
         wal: Wal,
         leaders: Appender,
         producer_ids: ProducerIds,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        self._topics = topics
-        self._config = config
+        self._catalog = catalog
         self._clock = clock
         self._wal = wal
         self._leaders = leaders
@@ -98,7 +90,7 @@ class ProduceService:
     async def delete_records(
         self, topic: str, partition: int, offset: int
     ) -> tuple[ErrorCode, int]:
-        info = self._topics(topic)
+        info = self._catalog.get(topic)
         if info is None or not 0 <= partition < len(info.partitions):
             return ErrorCode.unknown_topic_or_partition, -1
         try:
@@ -108,175 +100,60 @@ class ProduceService:
         except LeaderUnavailable:
             return ErrorCode.not_leader_or_follower, -1
 
-    def _check(self, work: _Work, records: bytes | None, client: str) -> None:
-        a = work.answer
-        topic = self._topics(a.topic)
-        if topic is None or not 0 <= a.partition < len(topic.partitions):
-            a.error = ErrorCode.unknown_topic_or_partition
-            return
-        if not records:
-            a.error, a.message = ErrorCode.corrupt_message, "no record data"
-            return
-        max_bytes = int(self._config(topic, "max.message.bytes"))
-        times: list[tuple[int, int] | None] = []
-        try:
-            headers = validate_batches(records, times)
-            for h in headers:
-                if h.size > max_bytes:
-                    a.error = ErrorCode.message_too_large
-                    a.message = f"batch of {h.size} bytes exceeds max.message.bytes={max_bytes}"
-                    return
-                if h.is_transactional or h.is_control:
-                    a.error = ErrorCode.invalid_record
-                    a.message = "transactional batches are not supported"
-                    return
-            batches = self._as_stored(topic, records, headers, times, max_bytes, a)
-        except CorruptBatch as exc:
-            a.error, a.message = ErrorCode.corrupt_message, str(exc)
-            log.info("produce to %s-%d from %s rejected: %s", a.topic, a.partition, client, exc)
-            return
-        if batches is None:
-            return  # a record out of the timestamp window: `a` says which
-        work.stream_id = topic.partitions[a.partition].stream_id
-        work.batches = batches
-
-    def _as_stored(
-        self,
-        topic: TopicInfo,
-        records: bytes,
-        headers: list[BatchHeader],
-        times: list[tuple[int, int] | None],
-        max_bytes: int,
-        a: ProducedPartition,
-    ) -> list[_Batch] | None:
-        """The batches as they will be stored (docs/storage.md, "Timestamps"): stamped
-        for LogAppendTime, their max timestamp read from their records for CreateTime
-        (and the header set to it), records outside the topic's timestamp window
-        refused, recompressed for a topic's codec. Raises CorruptBatch."""
-        config = self._config
-        log_append = config(topic, "message.timestamp.type") == "LogAppendTime"
-        codec = config(topic, "compression.type")
-        now = self._clock.wall_ms()
-        before = int(config(topic, "message.timestamp.before.max.ms"))
-        after = int(config(topic, "message.timestamp.after.max.ms"))
-        out: list[_Batch] = []
-        pos = 0
-        compacted = is_compacted(config(topic, "cleanup.policy"))
-        for h, span in zip(headers, times, strict=True):
-            data = records[pos : pos + h.size]
-            pos += h.size
-            if compacted and (keyless := keyless_records(h, data, max_bytes)):
-                window = None if log_append else (now, before, after)
-                self._refuse_keyless(h, data, max_bytes, keyless, window, a)
-                return None
-            if log_append:
-                stamped = bytearray(data)
-                stamp(stamped, LOG_APPEND_TIME, now)
-                data, max_ts = bytes(stamped), now
-                a.log_append_time = now
-            else:
-                if span is None:  # compressed: its records must be read
-                    ts = record_times(h, data, max_bytes)
-                    span = (min(ts), max(ts))
-                lo, max_ts = span
-                if lo < now - before or max_ts > now + after:
-                    self._refuse_timestamps(h, data, max_bytes, now, before, after, len(out), a)
-                    return None
-                if max_ts != h.max_timestamp or h.timestamp_type != CREATE_TIME:
-                    stamped = bytearray(data)
-                    stamp(stamped, CREATE_TIME, max_ts)
-                    data = bytes(stamped)
-            if codec != "producer" and CODEC_IDS[codec] != h.compression:
-                data = recompress(h, data, CODEC_IDS[codec], max_bytes)
-            out.append(_Batch(data, h, max_ts))
-        return out
-
-    @staticmethod
-    def _refuse_keyless(
-        h: BatchHeader,
-        data: bytes,
-        max_bytes: int,
-        keyless: list[int],
-        window: tuple[int, int, int] | None,
-        a: ProducedPartition,
-    ) -> None:
-        """INVALID_RECORD naming each record without a key (KIP-467), as Kafka's
-        LogValidator answers a batch for a compacted topic (validateKey, then
-        processRecordErrors); a keyed record of the batch outside the timestamp window
-        (CreateTime: `window` is (now, before, after)) is named too, and then the error
-        is INVALID_TIMESTAMP, as there."""
-        message = (
-            "Compacted topic cannot accept message without key in topic partition "
-            f"{a.topic}-{a.partition}"
-        )
-        errors = {i: message for i in keyless}
-        if window is not None:
-            now, before, after = window
-            for i, t in enumerate(record_times(h, data, max_bytes)):
-                if i not in errors and not now - before <= t <= now + after:
-                    errors[i] = (
-                        f"Timestamp {t} of message with offset {i} is out of range. The "
-                        f"timestamp should be within [{now - before}, {now + after}]"
-                    )
-        listed = tuple(sorted(errors.items()))
-        a.record_errors = listed
-        if len(errors) > len(keyless):
-            a.error = ErrorCode.invalid_timestamp
-            a.message = "One or more records have been rejected due to invalid timestamp"
-            return
-        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in listed[:3])
-        a.error = ErrorCode.invalid_record
-        a.message = (
-            f"One or more records have been rejected due to {len(listed)} record errors in "
-            f"total, and only showing the first three errors at most: [{shown}]"
-        )
-
-    @staticmethod
-    def _refuse_timestamps(
-        h: BatchHeader,
-        data: bytes,
-        max_bytes: int,
-        now: int,
-        before: int,
-        after: int,
-        batch_index: int,
-        a: ProducedPartition,
-    ) -> None:
-        """INVALID_TIMESTAMP naming each record outside the window (KIP-467), as Kafka's
-        broker answers a batch with records older than message.timestamp.before.max.ms or
-        newer than message.timestamp.after.max.ms."""
-        errors = []
-        limits: set[str] = set()
-        for i, t in enumerate(record_times(h, data, max_bytes)):
-            if t < now - before:
-                limits.add(f"message.timestamp.before.max.ms={before}")
-                errors.append((i, f"timestamp {t} of record {i} is more than {before} ms old"))
-            elif t > now + after:
-                limits.add(f"message.timestamp.after.max.ms={after}")
-                errors.append(
-                    (i, f"timestamp {t} of record {i} is more than {after} ms in the future")
-                )
-        a.error = ErrorCode.invalid_timestamp
-        a.message = (
-            f"batch {batch_index}: {len(errors)} record(s) have timestamps outside the "
-            f"topic's window ({', '.join(sorted(limits))}); the node's time is {now}"
-        )
-        a.record_errors = tuple(errors)
-
     async def produce(
         self, partitions: Sequence[ProducePartition], *, client: str
     ) -> list[ProducedPartition]:
-        works: list[_Work] = []
         # Validate and stage every partition with no await in between: the WAL keeps
         # the order in which requests staged their batches, and the leader relies on it.
-        for pp in partitions:
-            work = _Work(ProducedPartition(pp.topic, pp.partition))
-            works.append(work)
-            self._check(work, pp.records, client)
-            if work.batches is None:
-                continue
-            work.staged = [self._wal.append(work.stream_id, b.data) for b in work.batches]
+        works = [self._validate(pp, client) for pp in partitions]
+        for w in works:
+            if w.batches:
+                w.staged = [self._wal.append(w.stream_id, b.data) for b in w.batches]
+        locations = await self._uploads(works)
+        await self._forward(works, locations)
+        for w in works:
+            a, first = w.answer, w.first
+            if a.error == ErrorCode.none and first is not None:
+                a.base_offset, a.log_start_offset = first.base_offset, first.log_start_offset
+            elif a.error != ErrorCode.none:
+                a.log_append_time = -1  # as Kafka's PartitionResponse(error)
+        return [w.answer for w in works]
 
+    def _validate(self, pp: ProducePartition, client: str) -> _Work:
+        """The partition's work, with its batches as they will be stored, or its answer
+        carrying the refusal."""
+        a = ProducedPartition(pp.topic, pp.partition)
+        work = _Work(a)
+        topic = self._catalog.get(a.topic)
+        if topic is None or not 0 <= a.partition < len(topic.partitions):
+            a.error = ErrorCode.unknown_topic_or_partition
+            return work
+        outcome = validate(
+            pp.records,
+            self._catalog.rules(topic),
+            self._clock.wall_ms(),
+            topic_partition=f"{a.topic}-{a.partition}",
+        )
+        if isinstance(outcome, Refused):
+            a.error, a.message = outcome.error, outcome.message
+            a.record_errors = outcome.record_errors
+            if outcome.error == ErrorCode.corrupt_message:
+                log.info(
+                    "produce to %s-%d from %s rejected: %s",
+                    a.topic,
+                    a.partition,
+                    client,
+                    outcome.message,
+                )
+            return work
+        a.log_append_time = outcome.log_append_time
+        work.stream_id = topic.partitions[a.partition].stream_id
+        work.batches = outcome.batches
+        return work
+
+    async def _uploads(self, works: list[_Work]) -> list[WalEntryLocation | BaseException]:
+        """Where each staged batch landed in the object store, or why it did not, in
+        staging order."""
         # The WAL resolves futures in seal order, so awaiting them in staging order
         # suspends about once (they mostly share one object), without gather's wrapper.
         locations: list[WalEntryLocation | BaseException] = []
@@ -293,11 +170,18 @@ class ProduceService:
                 for f in w.staged or ():
                     f.cancel()
             raise
+        return locations
+
+    async def _forward(
+        self, works: list[_Work], locations: list[WalEntryLocation | BaseException]
+    ) -> None:
+        """Has the leaders commit each uploaded batch; a partition whose upload failed
+        is answered KAFKA_STORAGE_ERROR and never reaches its leader."""
         appends: list[AppendBatch] = []
         owners: list[_Work] = []
         it = iter(locations)
         for w in works:
-            if not w.staged or w.batches is None:
+            if not w.staged:
                 continue
             locs = [next(it) for _ in w.staged]
             failed = next((x for x in locs if isinstance(x, BaseException)), None)
@@ -343,8 +227,3 @@ class ProduceService:
                     w.first = r
                 if r.error != ErrorCode.none and w.answer.error == ErrorCode.none:
                     w.answer.error = r.error
-        for w in works:
-            a, first = w.answer, w.first
-            if a.error == ErrorCode.none and first is not None:
-                a.base_offset, a.log_start_offset = first.base_offset, first.log_start_offset
-        return [w.answer for w in works]
