@@ -1,4 +1,4 @@
-"""WalWriter: sealing by size and age, seal-order resolution, failures, backpressure, close."""
+"""WalWriter: sealing by size and age, seal-order resolution, failures, close."""
 
 from __future__ import annotations
 
@@ -218,32 +218,6 @@ def test_at_most_max_inflight_uploads_run_at_once() -> None:
             gated.release(n)
         await asyncio.gather(*futures)
         assert gated.max_running == 2 and len(gated.finished) == 6
-        await writer.close()
-
-    run(body())
-
-
-def test_wait_for_capacity_blocks_while_sealed_data_queues_up() -> None:
-    async def body() -> None:
-        gated = GatedStore(MemoryStore(), held=[0])
-        writer = WalWriter(
-            gated,
-            node_id=1,
-            seal_bytes=100,
-            seal_age_s=HOUR,
-            max_inflight_uploads=1,
-            max_queued_bytes=250,
-        )
-        writer.append(1, b"a" * 100)  # uploading, held
-        await writer.wait_for_capacity()  # nothing queued yet
-        writer.append(1, b"b" * 100)
-        writer.append(1, b"c" * 100)
-        waiter = asyncio.ensure_future(writer.wait_for_capacity())
-        await spin()
-        assert writer.queued_bytes > 250 and not waiter.done()
-        gated.release(0)
-        await asyncio.wait_for(waiter, 5)
-        assert writer.queued_bytes <= 250
         await writer.close()
 
     run(body())

@@ -83,7 +83,6 @@ class WalWriter:
         clock: Callable[[], float] = time.monotonic,
         key_prefix: str = "wal/",
         on_uploaded: Callable[[str, bytes], None] | None = None,
-        max_queued_bytes: int | None = None,
         seal_when_idle: bool = False,
     ) -> None:
         if seal_bytes <= 0 or seal_age_s <= 0 or max_inflight_uploads <= 0:
@@ -105,7 +104,6 @@ class WalWriter:
         self.object_bytes = Histogram(SIZE_BUCKETS_BYTES)
         self._node_prefix = f"{key_prefix}{node_id}/"  # this node's WAL objects' keys
         self._on_uploaded = on_uploaded
-        self._max_queued = 2 * seal_bytes if max_queued_bytes is None else max_queued_bytes
         # A sequence restarts with the process; the random run id keeps keys
         # from a restarted node (or two nodes given the same id) from colliding.
         self._run_id = secrets.token_hex(8)
@@ -114,9 +112,6 @@ class WalWriter:
         self._unresolved: deque[_SealedObject] = deque()  # seal order
         self._waiting: deque[_SealedObject] = deque()  # sealed, no upload slot yet
         self._uploads: set[asyncio.Task[None]] = set()
-        self._queued_bytes = 0
-        self._capacity = asyncio.Event()
-        self._capacity.set()
         self._closed = False
         # Group commit: with no upload in flight, seal at the end of this loop turn
         # instead of waiting out the age; while one is in flight, data accumulates
@@ -131,20 +126,6 @@ class WalWriter:
     @property
     def open_bytes(self) -> int:
         return self._open.size if self._open else 0
-
-    @property
-    def queued_bytes(self) -> int:
-        """Bytes of sealed objects still waiting for an upload slot."""
-        return self._queued_bytes
-
-    @property
-    def inflight_uploads(self) -> int:
-        return len(self._uploads)
-
-    @property
-    def pending_objects(self) -> int:
-        """Sealed objects whose futures are not resolved yet."""
-        return len(self._unresolved)
 
     # -- appending and sealing ----------------------------------------------
 
@@ -199,11 +180,6 @@ class WalWriter:
             loop = asyncio.get_running_loop()
             obj.timer = loop.call_later(max(remaining, 0.0), self._on_timer, obj)
 
-    async def seal_now(self) -> None:
-        """Seal the open object (if any) regardless of size and age."""
-        if self._open is not None:
-            self._seal()
-
     async def seal_if_due(self) -> bool:
         """Seal the open object if it is `seal_age_s` old by the writer's clock."""
         if self._open is not None and self._is_due(self._open):
@@ -231,7 +207,6 @@ class WalWriter:
         sealed = _SealedObject(key, data, obj.futures, locations, sealed_at=now)
         self._unresolved.append(sealed)
         self._waiting.append(sealed)
-        self._queued_bytes += len(data)
         self._start_uploads()
 
     # -- uploading -----------------------------------------------------------
@@ -240,14 +215,9 @@ class WalWriter:
         loop = asyncio.get_running_loop()
         while self._waiting and len(self._uploads) < self._max_inflight:
             sealed = self._waiting.popleft()
-            self._queued_bytes -= len(sealed.data)
             task = loop.create_task(self._upload(sealed), name=f"wal-upload {sealed.key}")
             self._uploads.add(task)
             task.add_done_callback(self._uploads.discard)
-        if self._queued_bytes <= self._max_queued:
-            self._capacity.set()
-        else:
-            self._capacity.clear()
 
     async def _upload(self, sealed: _SealedObject) -> None:
         started = self._clock()
@@ -302,19 +272,12 @@ class WalWriter:
                     fut.set_result(loc)
             sealed.data = b""  # the log cache holds it if anyone needs it
 
-    async def wait_for_capacity(self) -> None:
-        """Block while more than `max_queued_bytes` of sealed data waits for an upload slot."""
-        while self._queued_bytes > self._max_queued and not self._closed:
-            self._capacity.clear()
-            await self._capacity.wait()
-
     # -- closing -------------------------------------------------------------
 
     async def close(self, drain: bool = True) -> None:
         """Stop accepting appends. With `drain`, upload everything staged and resolve
         every future; without, fail what is not uploaded yet with `WalWriterClosed`."""
         self._closed = True
-        self._capacity.set()
         if drain:
             if self._open is not None:
                 self._seal()
@@ -338,7 +301,6 @@ class WalWriter:
                     fut.set_exception(closed)
         while self._waiting:
             sealed = self._waiting.popleft()
-            self._queued_bytes -= len(sealed.data)
             sealed.done = True
             sealed.error = WalUploadFailed(sealed.key, closed)
         for task in self._uploads:
