@@ -66,14 +66,16 @@ class ManualClock:
     async def advance(self, seconds: float) -> None:
         """Moves time forward, waking each sleeper at its time and letting it run."""
         target = self._now + seconds
-        while self._sleepers and self._sleepers[0][0] <= target:
+        # A sleep to a deadline, `sleep(deadline - now)`, can land one rounding step
+        # past it; within a nanosecond of the target it is due.
+        while self._sleepers and self._sleepers[0][0] <= target + 1e-9:
             when, _, fut = heapq.heappop(self._sleepers)
             self._now = max(self._now, when)
             if not fut.done():
                 fut.set_result(None)
             for _ in range(5):  # let the woken task run up to its next wait
                 await asyncio.sleep(0)
-        self._now = target
+        self._now = max(self._now, target)
         await asyncio.sleep(0)
 
 
