@@ -163,10 +163,6 @@ class InstrumentedObjectStore:
             raise ValueError(f"unknown operation {op!r}; expected one of {', '.join(OPERATIONS)}")
         self._faults[op].extend([exc] * times)
 
-    def clear_faults(self) -> None:
-        for q in self._faults.values():
-            q.clear()
-
     # -- the retry loop ------------------------------------------------------
 
     async def _call(self, op: str, attempt: Callable[[], Awaitable[T]], nbytes: int = 0) -> T:
