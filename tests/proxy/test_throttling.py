@@ -4,28 +4,36 @@ not its waits), and the node's request memory pool (queued.max.request.bytes).""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
 from zonegate.proxy.memory import RequestMemory
-from zonegate.proxy.throttling import BusyTime
+from zonegate.proxy.throttling import BusyTime, timed
+from zonegate.runtime.clock import ManualClock
 
 pytestmark = pytest.mark.unit
 
 
 def test_busy_time_counts_running_not_waiting() -> None:
+    clock = ManualClock()
+    computed = [0.0]  # seconds the handler spent computing: time passes as it runs
+
+    def timer() -> float:
+        return clock.monotonic() + computed[0]
+
     async def handler() -> str:
-        spin_until = time.perf_counter() + 0.02
-        while time.perf_counter() < spin_until:
-            pass
-        await asyncio.sleep(0.2)  # a WAL seal, a long poll: not the node's work
+        computed[0] += 0.02
+        await clock.sleep(0.2)  # a WAL seal, a long poll: not the node's work
+        computed[0] += 0.01
         return "answer"
 
     async def body() -> None:
-        busy = BusyTime(handler())
-        assert await busy == "answer"
-        assert 0.02 <= busy.seconds < 0.1
+        busy = BusyTime(handler(), timer=timer)
+        answer = asyncio.ensure_future(timed(busy))
+        await asyncio.sleep(0)
+        await clock.advance(0.2)
+        assert await answer == "answer"
+        assert busy.seconds == pytest.approx(0.03)
 
     asyncio.run(body())
 
@@ -35,7 +43,7 @@ def test_busy_time_passes_cancellation_to_the_handler() -> None:
 
     async def handler() -> None:
         try:
-            await asyncio.sleep(10)
+            await asyncio.Event().wait()  # never answers
         finally:
             cleaned.append(True)
 

@@ -33,6 +33,46 @@ def test_manual_clock_wakes_sleepers_in_time_order() -> None:
     asyncio.run(run())
 
 
+def test_a_sleep_to_a_deadline_wakes_when_the_clock_is_advanced_to_it() -> None:
+    async def run() -> None:
+        clock = ManualClock(monotonic=1000.0)
+        deadline = 1000.7
+        await clock.advance(0.3)
+        # 1000.3 + (deadline - 1000.3) rounds one step past 1000.3 + 0.4.
+        sleeper = asyncio.create_task(clock.sleep(deadline - clock.monotonic()))
+        await asyncio.sleep(0)
+        await clock.advance(0.4)
+        assert sleeper.done() and clock.monotonic() >= deadline
+        before = clock.monotonic()
+        await clock.advance(0)
+        assert clock.monotonic() == before  # never back
+
+    asyncio.run(run())
+
+
+def test_a_manual_timeout_cancels_its_body_when_the_clock_reaches_it() -> None:
+    async def run() -> None:
+        clock = ManualClock()
+        never = asyncio.Event()
+
+        async def waits() -> None:
+            async with clock.timeout(2.0):
+                await never.wait()
+
+        timed_out = asyncio.create_task(waits())
+        await asyncio.sleep(0)
+        await clock.advance(1.5)
+        assert not timed_out.done()
+        await clock.advance(0.5)
+        with pytest.raises(TimeoutError):
+            await timed_out
+        async with clock.timeout(2.0):  # a body done in time is left alone
+            await asyncio.sleep(0)
+        await clock.advance(5)
+
+    asyncio.run(run())
+
+
 def test_parts_stop_in_reverse_and_failures_are_kept(caplog: pytest.LogCaptureFixture) -> None:
     async def run() -> None:
         clock = ManualClock()

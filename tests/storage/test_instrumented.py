@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from tests.storage.fakes import MemoryStore, run
+from tests.storage.fakes import MemoryStore, run, spin
+from zonegate.runtime.clock import SYSTEM_CLOCK, Clock, ManualClock
 from zonegate.storage.instrumented import InstrumentedObjectStore, ObjectStoreStats
 from zonegate.storage.objects import (
     ObjectNotFound,
@@ -19,7 +20,11 @@ pytestmark = pytest.mark.unit
 
 
 def wrap(
-    inner: MemoryStore | None = None, *, retries: int = 3, timeout_s: float = 5.0
+    inner: MemoryStore | None = None,
+    *,
+    retries: int = 3,
+    timeout_s: float = 5.0,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> tuple[InstrumentedObjectStore, list[float]]:
     delays: list[float] = []
 
@@ -32,6 +37,7 @@ def wrap(
         timeout_s=timeout_s,
         sleep=record_sleep,
         rng=random.Random(7),
+        clock=clock,
     )
     return store, delays
 
@@ -92,9 +98,14 @@ def test_slow_calls_time_out_and_are_retried() -> None:
 
     async def body() -> None:
         inner = SlowOnce()
-        store, delays = wrap(inner, timeout_s=0.01)
+        clock = ManualClock()
+        store, delays = wrap(inner, timeout_s=0.01, clock=clock)
         await store.put("k", b"v")
-        assert await store.get("k") == b"v"
+        got = asyncio.ensure_future(store.get("k"))
+        await spin()
+        assert inner.calls == 1 and not got.done()
+        await clock.advance(0.01)
+        assert await got == b"v"
         assert inner.calls == 2 and len(delays) == 1
 
     run(body())

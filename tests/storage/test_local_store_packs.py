@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.storage.fakes import MemoryStore, run
+from tests.storage.fakes import MemoryStore, run, spin
 from zonegate.storage import local_store
 from zonegate.storage.instrumented import InstrumentedObjectStore
 from zonegate.storage.local_store import LocalObjectStore
@@ -231,7 +231,7 @@ def test_the_wal_writer_packs_on_the_local_store(tmp_path: Path) -> None:
 
 
 def test_packed_puts_are_puts_to_the_wrapper_and_only_local_stores_pack(tmp_path: Path) -> None:
-    store = open_object_store(tmp_path.as_uri(), retries=2)
+    store = InstrumentedObjectStore(LocalObjectStore(tmp_path), retries=2, sleep=lambda _: spin(1))
     memory = InstrumentedObjectStore(MemoryStore())
     assert not memory.packs
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.storage.fakes import spin
+from zonegate.runtime.clock import ManualClock
 from zonegate.storage.objects import open_object_store
 from zonegate.wal_s3.wal_writer import WalWriter
 
@@ -37,6 +39,7 @@ class _GatedStore:
 def test_seal_when_idle_batches_while_an_upload_is_in_flight(tmp_path: Path) -> None:
     async def run() -> None:
         gate = asyncio.Event()
+        clock = ManualClock()
         store = _GatedStore(open_object_store(tmp_path.as_uri()), gate)
         # An age far beyond the test: only idle sealing can seal here.
         w = WalWriter(
@@ -45,13 +48,15 @@ def test_seal_when_idle_batches_while_an_upload_is_in_flight(tmp_path: Path) -> 
             seal_bytes=1 << 30,
             seal_age_s=3600,  # type: ignore[arg-type]
             seal_when_idle=True,
+            clock=clock,
         )
         first = [w.append(1, b"a"), w.append(2, b"b")]  # one loop turn: one object
         await asyncio.sleep(0)
         await asyncio.sleep(0)
         assert len(store.puts) == 1
         later = [w.append(1, b"c") for _ in range(5)]  # upload in flight: accumulate
-        await asyncio.sleep(0.01)
+        await clock.advance(10)
+        await spin()
         assert len(store.puts) == 1
         gate.set()
         locs = await asyncio.gather(*first, *later)
@@ -65,11 +70,15 @@ def test_seal_when_idle_batches_while_an_upload_is_in_flight(tmp_path: Path) -> 
 
 def test_without_idle_sealing_the_age_decides(tmp_path: Path) -> None:
     async def run() -> None:
+        clock = ManualClock()
         store = open_object_store(tmp_path.as_uri())
-        w = WalWriter(store, node_id=1, seal_bytes=1 << 30, seal_age_s=3600)
+        w = WalWriter(store, node_id=1, seal_bytes=1 << 30, seal_age_s=3600, clock=clock)
         fut = w.append(1, b"a")
-        await asyncio.sleep(0.02)
+        await clock.advance(3599)
+        await spin()
         assert not fut.done()
+        await clock.advance(1)
+        await fut
         await w.close()
         assert fut.done()
 

@@ -9,16 +9,24 @@ from typing import Any
 import pytest
 
 from tests.storage.fakes import run
+from zonegate.runtime.clock import SYSTEM_CLOCK, ManualClock
 from zonegate.storage.instrumented import InstrumentedObjectStore
 from zonegate.storage.objects import open_object_store
 from zonegate.wal_s3.wal_format import read_footer_from_store
 from zonegate.wal_s3.wal_writer import WalWriter
 
 
-async def _write_list_and_read_back(store: InstrumentedObjectStore, seal_age_s: float) -> None:
-    writer = WalWriter(store, node_id=2, seal_bytes=4096, seal_age_s=seal_age_s)
+async def _write_list_and_read_back(
+    store: InstrumentedObjectStore, seal_age_s: float, clock: ManualClock | None = None
+) -> None:
+    writer = WalWriter(
+        store, node_id=2, seal_bytes=4096, seal_age_s=seal_age_s, clock=clock or SYSTEM_CLOCK
+    )
     payloads = [(i % 3, bytes([i % 256]) * (100 + 37 * i)) for i in range(60)]
-    locs = await asyncio.gather(*(writer.append(s, p) for s, p in payloads))
+    staged = [writer.append(s, p) for s, p in payloads]
+    if clock is not None:
+        await clock.advance(seal_age_s)  # the last object is sealed by age
+    locs = await asyncio.gather(*staged)
     await writer.close()
 
     # Recovery's view: LIST the node's objects, read each footer from its tail.
@@ -50,7 +58,7 @@ def test_writer_on_s3_produces_objects_recovery_and_fetch_can_read(
 @pytest.mark.unit
 def test_writer_on_the_local_store_with_a_few_ms_seal_age(tmp_path: Path) -> None:
     store = open_object_store(tmp_path.as_uri())
-    run(_write_list_and_read_back(store, seal_age_s=0.003))
+    run(_write_list_and_read_back(store, seal_age_s=0.003, clock=ManualClock()))
 
 
 @pytest.mark.integration

@@ -1,4 +1,4 @@
-"""WalWriter: sealing by size and age, seal-order resolution, failures, backpressure, close."""
+"""WalWriter: sealing by size and age, seal-order resolution, failures, close."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import random
 import pytest
 
 from tests.storage.fakes import GatedStore, MemoryStore, run, spin
+from zonegate.runtime.clock import ManualClock
 from zonegate.storage.instrumented import InstrumentedObjectStore
 from zonegate.storage.objects import PermanentObjectStoreError, TransientObjectStoreError
 from zonegate.wal_s3.wal_format import WalEntryLocation, decode_wal_footer
@@ -23,12 +24,11 @@ pytestmark = pytest.mark.unit
 HOUR = 3600.0  # a seal age no test reaches by wall clock
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
+class LateTimers(ManualClock):
+    """Time moves but no sleeper wakes: a loop too busy to run the age timer."""
 
-    def __call__(self) -> float:
-        return self.now
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.Event().wait()
 
 
 def instrumented(inner: MemoryStore, retries: int = 3) -> InstrumentedObjectStore:
@@ -61,23 +61,24 @@ def test_seals_when_the_open_object_reaches_seal_bytes() -> None:
 
 def test_seals_when_the_first_entry_is_seal_age_old_by_the_injected_clock() -> None:
     async def body() -> None:
-        clock = FakeClock()
+        clock = ManualClock()
         store = MemoryStore()
         writer = WalWriter(store, node_id=1, seal_bytes=1 << 20, seal_age_s=5.0, clock=clock)
         f1 = writer.append(1, b"x")
-        clock.now += 4.9
-        assert await writer.seal_if_due() is False
+        await clock.advance(4.9)
         f2 = writer.append(1, b"y")
         await spin()
         assert not f1.done() and store.objects == {}
-        clock.now += 0.1
-        assert await writer.seal_if_due() is True
+        await clock.advance(0.1)
         assert (await f1).object_key == (await f2).object_key
-        # Age counts from the first entry of the new object, and an append
-        # that finds its object overdue seals it on the spot.
+        # Age counts from the first entry of the new object.
+        await clock.advance(3.0)
         f3 = writer.append(2, b"z")
-        clock.now += 5.0
+        await clock.advance(4.9)
         f4 = writer.append(2, b"w")
+        await spin()
+        assert not f3.done() and len(store.objects) == 1
+        await clock.advance(0.1)
         assert (await f3).object_key == (await f4).object_key != (await f1).object_key
         assert len(store.objects) == 2
         await writer.close()
@@ -85,13 +86,46 @@ def test_seals_when_the_first_entry_is_seal_age_old_by_the_injected_clock() -> N
     run(body())
 
 
-def test_the_age_timer_seals_without_any_call() -> None:
-    # The one test that uses the real clock: a 5 ms seal age, no seal_* call.
+def test_an_append_that_finds_its_object_overdue_seals_it_on_the_spot() -> None:
     async def body() -> None:
+        clock = LateTimers()
         store = MemoryStore()
-        writer = WalWriter(store, node_id=1, seal_bytes=1 << 20, seal_age_s=0.005)
-        loc = await asyncio.wait_for(writer.append(3, b"data"), 5)
+        writer = WalWriter(store, node_id=1, seal_bytes=1 << 20, seal_age_s=5.0, clock=clock)
+        f1 = writer.append(1, b"x")
+        await spin()  # the age timer starts its sleep, and oversleeps
+        await clock.advance(5.0)
+        await spin()
+        assert not f1.done()
+        f2 = writer.append(1, b"y")
+        assert (await f1).object_key == (await f2).object_key
+        assert len(store.objects) == 1
+        await writer.close()
+
+    run(body())
+
+
+def test_the_age_timer_seals_without_any_call() -> None:
+    async def body() -> None:
+        clock = ManualClock()
+        store = MemoryStore()
+        writer = WalWriter(store, node_id=1, seal_bytes=1 << 20, seal_age_s=0.005, clock=clock)
+        fut = writer.append(3, b"data")
+        await clock.advance(0.005)
+        loc = await fut
         assert loc.object_key in store.objects
+        await writer.close()
+
+    run(body())
+
+
+def test_objects_carry_the_clock_s_wall_time() -> None:
+    async def body() -> None:
+        clock = ManualClock(wall_ms=1_650_000_000_000)
+        store = MemoryStore()
+        writer = WalWriter(store, node_id=1, seal_bytes=1, seal_age_s=HOUR, clock=clock)
+        await clock.advance(2.5)
+        loc = await writer.append(1, b"x")
+        assert decode_wal_footer(store.objects[loc.object_key]).created_ms == 1_650_000_002_500
         await writer.close()
 
     run(body())
@@ -218,32 +252,6 @@ def test_at_most_max_inflight_uploads_run_at_once() -> None:
             gated.release(n)
         await asyncio.gather(*futures)
         assert gated.max_running == 2 and len(gated.finished) == 6
-        await writer.close()
-
-    run(body())
-
-
-def test_wait_for_capacity_blocks_while_sealed_data_queues_up() -> None:
-    async def body() -> None:
-        gated = GatedStore(MemoryStore(), held=[0])
-        writer = WalWriter(
-            gated,
-            node_id=1,
-            seal_bytes=100,
-            seal_age_s=HOUR,
-            max_inflight_uploads=1,
-            max_queued_bytes=250,
-        )
-        writer.append(1, b"a" * 100)  # uploading, held
-        await writer.wait_for_capacity()  # nothing queued yet
-        writer.append(1, b"b" * 100)
-        writer.append(1, b"c" * 100)
-        waiter = asyncio.ensure_future(writer.wait_for_capacity())
-        await spin()
-        assert writer.queued_bytes > 250 and not waiter.done()
-        gated.release(0)
-        await asyncio.wait_for(waiter, 5)
-        assert writer.queued_bytes <= 250
         await writer.close()
 
     run(body())

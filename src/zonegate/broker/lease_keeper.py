@@ -2,9 +2,9 @@
 
 A node is declared dead when its lease runs out, and its partitions move. If
 renewals ran on the event loop that serves clients, a flood of client work (a
-consumer catching up on thousands of batches, in issue 12) delayed them past
-the lease, and the controller moved partitions off nodes that were alive. So
-each node renews from a dedicated thread, with its own event loop and its own
+consumer catching up on thousands of batches) delayed them past the lease, and
+the controller moved partitions off nodes that were alive. So each node renews
+from a dedicated thread, with its own event loop and its own
 connection to the metadata store, and the controller's passes run there too
 (Kafka's brokers likewise heartbeat to the controller from a thread of their
 own, not from the request handlers).

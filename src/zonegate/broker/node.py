@@ -169,7 +169,7 @@ class Node:
             max_inflight_uploads=config.wal_max_inflight_uploads,
             on_uploaded=self.log_cache.put,
             seal_when_idle=config.wal_seal_when_idle,
-            clock=clock.monotonic,
+            clock=clock,
         )
         self.usage = UsageWriter(
             self.store,

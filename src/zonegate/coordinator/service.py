@@ -125,9 +125,6 @@ class GroupCoordinator:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    def register_type(self, group_type: str, loader: GroupLoader) -> None:
-        self._loaders[group_type] = loader
-
     # -- lifecycle ----------------------------------------------------------
     async def start(self) -> None:
         """Runs the groups' timers in a task of its own (tests; a node's supervisor runs

@@ -1,7 +1,8 @@
 """What a handler knows about the request it serves: who asks, from where, and the services.
 
 Never the node: handlers reach the rest of zonegate only through the narrow
-services of `services.api` (issue 13, docs/architecture.md).
+services of `services.api`, so what a handler can touch is written down in one
+place and a handler is tested over fakes of those services (docs/architecture.md).
 """
 
 from __future__ import annotations

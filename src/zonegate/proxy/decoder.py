@@ -2,12 +2,12 @@
 
 kio's own reader is native code that sizes buffers from counts read off the
 wire: a 31-byte request claiming 16 million array elements made it abort the
-process (issue 12), and an abort cannot be caught. This reader is pure Python,
+process, and an abort cannot be caught. This reader is pure Python,
 built per message class from the same dataclass metadata kio's writer uses,
 and compiled once into straight-line code. Every count and length is checked
 against the bytes actually present before anything is read or allocated, a
 null where the schema has no null is refused, and every failure, whatever its
-kind, comes out as `MalformedMessage` naming the field. docs/wire-decoding.md
+kind, comes out as `MalformedMessage` naming the field. docs/robustness.md
 says why this over checking frames ahead of kio's reader, and what it costs.
 """
 

@@ -35,10 +35,6 @@ def make(cls: type[T], **kwargs: Any) -> T:
     return cls(**{k: v for k, v in kwargs.items() if k in names})
 
 
-def has_field(cls: type[Any], name: str) -> bool:
-    return name in _field_names(cls)
-
-
 @cache
 def response_module(api_key: int, version: int) -> ModuleType:
     """kio's module of the response, or ours for a version Kafka 4 removed."""

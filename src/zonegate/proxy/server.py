@@ -286,10 +286,6 @@ class KafkaConnection(asyncio.Protocol):
         if not self._paused_for and self._transport is not None and not self._closed:
             self._transport.resume_reading()
 
-    @property
-    def reading_paused(self) -> bool:
-        return bool(self._paused_for)
-
     async def _write_loop(self) -> None:
         while True:
             while not self._pending:

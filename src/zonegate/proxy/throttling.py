@@ -15,7 +15,7 @@ import dataclasses
 import datetime
 import struct
 import time
-from collections.abc import Awaitable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 from zonegate.proxy.codec import EncodedBody
@@ -26,29 +26,34 @@ _I32 = struct.Struct(">i")
 class BusyTime:
     """Wraps a handler's coroutine and sums the time its steps ran on the event loop:
     the equivalent of the time a Kafka request spends on request-handler threads,
-    without its waits (a WAL seal, a long poll)."""
+    without its waits (a WAL seal, a long poll). `timer` reads seconds (tests pass a
+    manual clock's)."""
 
-    __slots__ = ("_coro", "seconds")
+    __slots__ = ("_coro", "_timer", "seconds")
 
-    def __init__(self, answer: Awaitable[Any]) -> None:
+    def __init__(
+        self, answer: Awaitable[Any], timer: Callable[[], float] = time.perf_counter
+    ) -> None:
         self._coro = answer
+        self._timer = timer
         self.seconds = 0.0
 
     def __await__(self) -> Generator[Any, Any, Any]:
         coro = self._coro.__await__()
+        timer = self._timer
         send: Any = None
         error: BaseException | None = None
         while True:
-            start = time.perf_counter()
+            start = timer()
             try:
                 yielded = coro.throw(error) if error is not None else coro.send(send)
             except StopIteration as done:
-                self.seconds += time.perf_counter() - start
+                self.seconds += timer() - start
                 return done.value
             except BaseException:
-                self.seconds += time.perf_counter() - start
+                self.seconds += timer() - start
                 raise
-            self.seconds += time.perf_counter() - start
+            self.seconds += timer() - start
             try:
                 send, error = (yield yielded), None
             except BaseException as exc:  # cancellation: passed on to the handler

@@ -24,7 +24,7 @@ class Record:
 # max.message.bytes if that is more: producers bound the uncompressed size of
 # their batches (librdkafka's batch.size, Java's by estimate), so a legitimate
 # batch fits, while a few kilobytes claiming gigabytes are refused before they
-# are made. docs/wire-decoding.md has the reasoning.
+# are made. docs/robustness.md has the reasoning.
 EXPANSION_LIMIT = 16
 DEFAULT_MAX_MESSAGE_BYTES = 1_048_588
 

@@ -77,6 +77,3 @@ class Membership:
 
     def node(self, node_id: int) -> NodeRecord | None:
         return self._view[1].get(node_id)
-
-    def is_live(self, node_id: int) -> bool:
-        return any(n.node_id == node_id for n in self.live_nodes())

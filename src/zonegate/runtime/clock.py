@@ -2,7 +2,7 @@
 
 `Clock` has the wall time (milliseconds since the epoch: timestamps and leases,
 which other nodes read), the monotonic time (seconds: durations and deadlines
-within this process) and a sleep. `SystemClock` is the real one. `ManualClock`
+within this process), a sleep and a timeout. `SystemClock` is the real one. `ManualClock`
 moves only when a test advances it, and wakes the sleepers whose time came, so
 tests of time-dependent logic need no sleeps.
 """
@@ -10,9 +10,12 @@ tests of time-dependent logic need no sleeps.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import time
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 
@@ -27,6 +30,11 @@ class Clock(Protocol):
 
     async def sleep(self, seconds: float) -> None: ...
 
+    def timeout(self, seconds: float) -> AbstractAsyncContextManager[object]:
+        """`asyncio.timeout` by this clock: the body is cancelled and TimeoutError
+        raised once `seconds` have passed."""
+        ...
+
 
 class SystemClock:
     def wall_ms(self) -> int:
@@ -37,6 +45,9 @@ class SystemClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+    def timeout(self, seconds: float) -> AbstractAsyncContextManager[object]:
+        return asyncio.timeout(seconds)
 
 
 SYSTEM_CLOCK = SystemClock()
@@ -58,22 +69,46 @@ class ManualClock:
     def monotonic(self) -> float:
         return self._now
 
-    async def sleep(self, seconds: float) -> None:
+    def _wake_in(self, seconds: float) -> asyncio.Future[None]:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._sleepers, (self._now + max(seconds, 0.0), next(self._order), fut))
-        await fut
+        return fut
+
+    async def sleep(self, seconds: float) -> None:
+        await self._wake_in(seconds)
+
+    @contextlib.asynccontextmanager
+    async def timeout(self, seconds: float) -> AsyncIterator[None]:
+        # asyncio's own timeout does the cancelling and the TimeoutError; this clock
+        # only says when, by moving its deadline to now.
+        async with asyncio.timeout(None) as cm:
+            due = self._wake_in(seconds)
+            inside = [True]
+
+            def expire(_: asyncio.Future[None]) -> None:
+                if inside[0] and not due.cancelled():
+                    cm.reschedule(asyncio.get_running_loop().time())
+
+            due.add_done_callback(expire)
+            try:
+                yield
+            finally:
+                inside[0] = False
+                due.cancel()
 
     async def advance(self, seconds: float) -> None:
         """Moves time forward, waking each sleeper at its time and letting it run."""
         target = self._now + seconds
-        while self._sleepers and self._sleepers[0][0] <= target:
+        # A sleep to a deadline, `sleep(deadline - now)`, can land one rounding step
+        # past it; within a nanosecond of the target it is due.
+        while self._sleepers and self._sleepers[0][0] <= target + 1e-9:
             when, _, fut = heapq.heappop(self._sleepers)
             self._now = max(self._now, when)
             if not fut.done():
                 fut.set_result(None)
             for _ in range(5):  # let the woken task run up to its next wait
                 await asyncio.sleep(0)
-        self._now = target
+        self._now = max(self._now, target)
         await asyncio.sleep(0)
 
 

@@ -2,7 +2,7 @@
 
 Every `log.retention.check.interval.ms` the node walks the partitions it
 leads whose topic's `cleanup.policy` includes `delete`, and has the leader
-apply Kafka's rules (storage/index.py `retention_start`) over the partition's
+apply Kafka's rules (storage/segments.py `retention_start`) over the partition's
 segments: the log start moves and the index entries wholly below it go, in
 one transaction fenced by the leader epoch. Object GC reclaims the objects no
 entry names any more (storage/gc.py). docs/storage.md has the design.

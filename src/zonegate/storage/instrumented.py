@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.runtime.histogram import Histograms
 from zonegate.runtime.io_class import current_io_class
 from zonegate.storage.objects import (
@@ -101,6 +102,7 @@ class InstrumentedObjectStore:
         backoff_max_s: float = 2.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
+        clock: Clock = SYSTEM_CLOCK,  # for the attempts' timeouts
     ) -> None:
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
@@ -111,6 +113,7 @@ class InstrumentedObjectStore:
         self._backoff_base_s = backoff_base_s
         self._backoff_max_s = backoff_max_s
         self._sleep = sleep
+        self._clock = clock
         self._rng = rng or random.Random()
         self._faults: dict[str, deque[Exception]] = {op: deque() for op in OPERATIONS}
         self._put_requests = 0
@@ -163,10 +166,6 @@ class InstrumentedObjectStore:
             raise ValueError(f"unknown operation {op!r}; expected one of {', '.join(OPERATIONS)}")
         self._faults[op].extend([exc] * times)
 
-    def clear_faults(self) -> None:
-        for q in self._faults.values():
-            q.clear()
-
     # -- the retry loop ------------------------------------------------------
 
     async def _call(self, op: str, attempt: Callable[[], Awaitable[T]], nbytes: int = 0) -> T:
@@ -185,7 +184,7 @@ class InstrumentedObjectStore:
                 if faults:
                     raise faults.popleft()
                 if self.admission is None:
-                    async with asyncio.timeout(self._timeout_s):
+                    async with self._clock.timeout(self._timeout_s):
                         return await attempt()
                 return await self._admitted(op, attempt, nbytes)
             except Exception as exc:
@@ -204,7 +203,7 @@ class InstrumentedObjectStore:
         ticket = await self.admission.admit(op, current_io_class(), nbytes)
         moved = 0
         try:
-            async with asyncio.timeout(self._timeout_s):
+            async with self._clock.timeout(self._timeout_s):
                 result = await attempt()
             moved = len(result) if isinstance(result, bytes) else nbytes
             return result

@@ -1,7 +1,8 @@
 """Mixes produce data of all partitions into WAL objects and uploads each with one PUT.
 
 An object is sealed when it reaches `seal_bytes` or when its first entry is
-`seal_age_s` old. Several PUTs may be in flight, but the futures `append`
+`seal_age_s` old by the writer's clock (its age timer included, so a test moves
+time by hand). Several PUTs may be in flight, but the futures `append`
 returned resolve strictly in seal order: the proxy forwards locations to the
 leaders as they resolve, and the leader must see a producer's batches in the
 order the producer sent them, even when a later PUT happens to finish first.
@@ -12,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.runtime.histogram import SIZE_BUCKETS_BYTES, Histogram
 from zonegate.runtime.io_class import io_class
 from zonegate.storage.objects import ObjectStore, PackingObjectStore
@@ -57,7 +58,6 @@ class _OpenObject:
     entries: list[tuple[int, bytes]] = field(default_factory=list)
     futures: list[asyncio.Future[WalEntryLocation]] = field(default_factory=list)
     size: int = 0
-    timer: asyncio.TimerHandle | None = None
 
 
 @dataclass(eq=False)
@@ -80,10 +80,9 @@ class WalWriter:
         seal_bytes: int,
         seal_age_s: float,
         max_inflight_uploads: int = 4,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
         key_prefix: str = "wal/",
         on_uploaded: Callable[[str, bytes], None] | None = None,
-        max_queued_bytes: int | None = None,
         seal_when_idle: bool = False,
     ) -> None:
         if seal_bytes <= 0 or seal_age_s <= 0 or max_inflight_uploads <= 0:
@@ -105,7 +104,6 @@ class WalWriter:
         self.object_bytes = Histogram(SIZE_BUCKETS_BYTES)
         self._node_prefix = f"{key_prefix}{node_id}/"  # this node's WAL objects' keys
         self._on_uploaded = on_uploaded
-        self._max_queued = 2 * seal_bytes if max_queued_bytes is None else max_queued_bytes
         # A sequence restarts with the process; the random run id keeps keys
         # from a restarted node (or two nodes given the same id) from colliding.
         self._run_id = secrets.token_hex(8)
@@ -114,9 +112,10 @@ class WalWriter:
         self._unresolved: deque[_SealedObject] = deque()  # seal order
         self._waiting: deque[_SealedObject] = deque()  # sealed, no upload slot yet
         self._uploads: set[asyncio.Task[None]] = set()
-        self._queued_bytes = 0
-        self._capacity = asyncio.Event()
-        self._capacity.set()
+        # One task seals by age for the writer's life (started by the first append,
+        # which has a running loop), rather than a timer armed and cancelled per object.
+        self._age_timer: asyncio.Task[None] | None = None
+        self._object_opened = asyncio.Event()
         self._closed = False
         # Group commit: with no upload in flight, seal at the end of this loop turn
         # instead of waiting out the age; while one is in flight, data accumulates
@@ -132,20 +131,6 @@ class WalWriter:
     def open_bytes(self) -> int:
         return self._open.size if self._open else 0
 
-    @property
-    def queued_bytes(self) -> int:
-        """Bytes of sealed objects still waiting for an upload slot."""
-        return self._queued_bytes
-
-    @property
-    def inflight_uploads(self) -> int:
-        return len(self._uploads)
-
-    @property
-    def pending_objects(self) -> int:
-        """Sealed objects whose futures are not resolved yet."""
-        return len(self._unresolved)
-
     # -- appending and sealing ----------------------------------------------
 
     def append(self, stream_id: int, data: bytes) -> asyncio.Future[WalEntryLocation]:
@@ -156,8 +141,10 @@ class WalWriter:
         fut: asyncio.Future[WalEntryLocation] = loop.create_future()
         obj = self._open
         if obj is None:
-            obj = self._open = _OpenObject(opened_at=self._clock())
-            obj.timer = loop.call_later(self._seal_age_s, self._on_timer, obj)
+            obj = self._open = _OpenObject(opened_at=self._clock.monotonic())
+            self._object_opened.set()
+            if self._age_timer is None:
+                self._age_timer = loop.create_task(self._seal_by_age(), name="wal-seal-by-age")
         obj.entries.append((stream_id, data))
         obj.futures.append(fut)
         obj.size += len(data)
@@ -186,52 +173,46 @@ class WalWriter:
             self._seal()
 
     def _is_due(self, obj: _OpenObject) -> bool:
-        return self._clock() - obj.opened_at >= self._seal_age_s
+        return self._clock.monotonic() - obj.opened_at >= self._seal_age_s
 
-    def _on_timer(self, obj: _OpenObject) -> None:
-        if self._open is not obj:
-            return  # sealed by size meanwhile
-        if self._is_due(obj):
-            self._seal()
-        else:
-            # The injected clock disagrees with the loop's; wait out the rest.
-            remaining = self._seal_age_s - (self._clock() - obj.opened_at)
-            loop = asyncio.get_running_loop()
-            obj.timer = loop.call_later(max(remaining, 0.0), self._on_timer, obj)
-
-    async def seal_now(self) -> None:
-        """Seal the open object (if any) regardless of size and age."""
-        if self._open is not None:
-            self._seal()
-
-    async def seal_if_due(self) -> bool:
-        """Seal the open object if it is `seal_age_s` old by the writer's clock."""
-        if self._open is not None and self._is_due(self._open):
-            self._seal()
-            return True
-        return False
+    async def _seal_by_age(self) -> None:
+        """Seals the open object once its first entry is `seal_age_s` old. It sleeps to
+        the open object's deadline; if that object was sealed by size meanwhile, it
+        sleeps on to the deadline of the one open then, and waits when none is."""
+        while not self._closed:
+            obj = self._open
+            if obj is None:
+                self._object_opened.clear()
+                await self._object_opened.wait()
+                continue
+            remaining = obj.opened_at + self._seal_age_s - self._clock.monotonic()
+            if remaining > 0:
+                await self._clock.sleep(remaining)
+                continue
+            try:
+                self._seal()
+            except Exception:
+                # A bug sealing one object must not stop age sealing for every later one.
+                log.exception("sealing WAL object by age failed")
 
     def _seal(self) -> None:
         obj, self._open = self._open, None
         assert obj is not None
-        if obj.timer is not None:
-            obj.timer.cancel()
         if self._packer is None:
             key = f"{self._node_prefix}{self._seq:012d}-{self._run_id}"
         else:
             key = f"{self._node_prefix}(packed object {self._seq})"
         self._seq += 1
         data, locations = encode_wal_object(
-            self._node_id, time.time_ns() // 1_000_000, obj.entries, object_key=key
+            self._node_id, self._clock.wall_ms(), obj.entries, object_key=key
         )
-        now = self._clock()
+        now = self._clock.monotonic()
         # Produce latency by stage: the first batch's wait for the seal, then the PUT.
         self.seal_wait.observe(now - obj.opened_at)
         self.object_bytes.observe(len(data))
         sealed = _SealedObject(key, data, obj.futures, locations, sealed_at=now)
         self._unresolved.append(sealed)
         self._waiting.append(sealed)
-        self._queued_bytes += len(data)
         self._start_uploads()
 
     # -- uploading -----------------------------------------------------------
@@ -240,17 +221,12 @@ class WalWriter:
         loop = asyncio.get_running_loop()
         while self._waiting and len(self._uploads) < self._max_inflight:
             sealed = self._waiting.popleft()
-            self._queued_bytes -= len(sealed.data)
             task = loop.create_task(self._upload(sealed), name=f"wal-upload {sealed.key}")
             self._uploads.add(task)
             task.add_done_callback(self._uploads.discard)
-        if self._queued_bytes <= self._max_queued:
-            self._capacity.set()
-        else:
-            self._capacity.clear()
 
     async def _upload(self, sealed: _SealedObject) -> None:
-        started = self._clock()
+        started = self._clock.monotonic()
         try:
             if self._packer is None:
                 with io_class("produce"):
@@ -270,7 +246,7 @@ class WalWriter:
             log.warning("WAL object %s upload failed: %s", sealed.key, exc)
             sealed.error = WalUploadFailed(sealed.key, exc)
         else:
-            self.put_latency.observe(self._clock() - started)
+            self.put_latency.observe(self._clock.monotonic() - started)
             if self._on_uploaded is not None:
                 try:
                     self._on_uploaded(sealed.key, sealed.data)
@@ -302,19 +278,14 @@ class WalWriter:
                     fut.set_result(loc)
             sealed.data = b""  # the log cache holds it if anyone needs it
 
-    async def wait_for_capacity(self) -> None:
-        """Block while more than `max_queued_bytes` of sealed data waits for an upload slot."""
-        while self._queued_bytes > self._max_queued and not self._closed:
-            self._capacity.clear()
-            await self._capacity.wait()
-
     # -- closing -------------------------------------------------------------
 
     async def close(self, drain: bool = True) -> None:
         """Stop accepting appends. With `drain`, upload everything staged and resolve
         every future; without, fail what is not uploaded yet with `WalWriterClosed`."""
         self._closed = True
-        self._capacity.set()
+        if self._age_timer is not None:
+            self._age_timer.cancel()
         if drain:
             if self._open is not None:
                 self._seal()
@@ -331,14 +302,11 @@ class WalWriter:
         closed = WalWriterClosed("WAL writer closed before the data was sealed")
         obj, self._open = self._open, None
         if obj is not None:
-            if obj.timer is not None:
-                obj.timer.cancel()
             for fut in obj.futures:
                 if not fut.done():
                     fut.set_exception(closed)
         while self._waiting:
             sealed = self._waiting.popleft()
-            self._queued_bytes -= len(sealed.data)
             sealed.done = True
             sealed.error = WalUploadFailed(sealed.key, closed)
         for task in self._uploads:
