@@ -13,12 +13,9 @@ from tests.storage.fakes import MemoryStore, run
 from zonegate.storage import local_store
 from zonegate.storage.instrumented import InstrumentedObjectStore
 from zonegate.storage.local_store import LocalObjectStore
-from zonegate.storage.objects import (
-    ObjectNotFound,
-    TransientObjectStoreError,
-    open_object_store,
-)
+from zonegate.storage.objects import ObjectNotFound, TransientObjectStoreError
 from zonegate.storage.pack_files import parse_packed_key
+from zonegate.storage.store_url import open_object_store
 from zonegate.wal_s3.wal_format import read_footer_from_store
 from zonegate.wal_s3.wal_writer import WalWriter
 

@@ -15,7 +15,8 @@ import pytest
 from tests.storage.fakes import run
 from zonegate.storage.instrumented import InstrumentedObjectStore
 from zonegate.storage.local_store import LocalObjectStore
-from zonegate.storage.objects import ObjectNotFound, open_object_store
+from zonegate.storage.objects import ObjectNotFound
+from zonegate.storage.store_url import open_object_store
 
 StoreFactory = Callable[[str], InstrumentedObjectStore]  # prefix -> store
 

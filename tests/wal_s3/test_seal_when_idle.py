@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from zonegate.storage.objects import open_object_store
+from zonegate.storage.store_url import open_object_store
 from zonegate.wal_s3.wal_writer import WalWriter
 
 pytestmark = pytest.mark.unit

@@ -65,8 +65,9 @@ from zonegate.storage.block_cache import BlockCache
 from zonegate.storage.cleaner import CleanerConfig, is_compacted
 from zonegate.storage.gc import GcSettings, ObjectGc
 from zonegate.storage.log_cache import LogCache
-from zonegate.storage.objects import ObjectNotFound, open_object_store
+from zonegate.storage.objects import ObjectNotFound
 from zonegate.storage.reader import StreamReader
+from zonegate.storage.store_url import open_object_store
 from zonegate.usage.accounting import FORWARD_RPC, Accounting
 from zonegate.wal_s3.wal_writer import WalWriter
 
