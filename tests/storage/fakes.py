@@ -7,7 +7,12 @@ import builtins
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
-from zonegate.storage.objects import ObjectInfo, ObjectNotFound, ObjectStore, check_range
+from zonegate.storage.objects import (
+    ObjectInfo,
+    ObjectNotFound,
+    ObjectStore,
+    check_range,
+)
 
 T = TypeVar("T")
 
@@ -28,6 +33,10 @@ class MemoryStore:
 
     async def put(self, key: str, data: bytes) -> None:
         self.objects[key] = bytes(data)
+
+    async def put_new(self, key: str, data: bytes) -> str:
+        await self.put(key, data)
+        return key
 
     async def put_if_absent(self, key: str, data: bytes) -> bool:
         if key in self.objects:
@@ -90,6 +99,10 @@ class GatedStore:
             self.finished.append(key)
         finally:
             self.running -= 1
+
+    async def put_new(self, key: str, data: bytes) -> str:
+        await self.put(key, data)  # held like any PUT, and where it was asked to go
+        return key
 
     async def put_if_absent(self, key: str, data: bytes) -> bool:
         return await self.inner.put_if_absent(key, data)

@@ -187,7 +187,7 @@ def test_a_failed_write_gives_its_pack_up_and_hides_nothing_written_before_or_af
 def test_with_fsync_the_store_does_not_pack_and_the_wal_writes_files(tmp_path: Path) -> None:
     assert not LocalObjectStore(tmp_path, fsync=True).packs
     store = open_object_store(tmp_path.as_uri() + "?fsync=1")
-    assert not store.packs
+    assert isinstance(store.inner, LocalObjectStore) and not store.inner.packs
 
     async def body() -> None:
         with pytest.raises(ValueError, match="fsync"):
@@ -204,7 +204,7 @@ def test_with_fsync_the_store_does_not_pack_and_the_wal_writes_files(tmp_path: P
 
 def test_the_wal_writer_packs_on_the_local_store(tmp_path: Path) -> None:
     store = open_object_store(tmp_path.as_uri())
-    assert store.packs
+    assert isinstance(store.inner, LocalObjectStore) and store.inner.packs
 
     async def body() -> None:
         writer = WalWriter(store, node_id=7, seal_bytes=300, seal_age_s=0.002)
@@ -227,22 +227,23 @@ def test_the_wal_writer_packs_on_the_local_store(tmp_path: Path) -> None:
     assert only.startswith("wal/7/")
 
 
-def test_packed_puts_are_puts_to_the_wrapper_and_only_local_stores_pack(tmp_path: Path) -> None:
+def test_new_objects_are_puts_to_the_wrapper_and_only_local_stores_pack(
+    tmp_path: Path,
+) -> None:
     store = open_object_store(tmp_path.as_uri(), retries=2)
     memory = InstrumentedObjectStore(MemoryStore())
-    assert not memory.packs
 
     async def body() -> None:
         store.inject_fault("put", TransientObjectStoreError("slow down"))
-        key = await store.put_packed("wal/1/", b"abc")
+        key = await store.put_new("wal/1/000001-ab", b"abc")
+        assert parse_packed_key(key) is not None
         assert await store.get(key) == b"abc"
         stats = store.stats()
         assert (stats.put_requests, stats.put_bytes) == (1, 3)  # the faulted try never ran
         store.inject_fault("put", PermissionError("denied"))
         with pytest.raises(PermissionError):
-            await store.put_packed("wal/1/", b"def")
-        with pytest.raises(TypeError, match="MemoryStore"):
-            await memory.put_packed("wal/1/", b"x")
+            await store.put_new("wal/1/000002-ab", b"def")
+        assert await memory.put_new("wal/1/000001-ab", b"x") == "wal/1/000001-ab"
         await store.close()
 
     run(body())

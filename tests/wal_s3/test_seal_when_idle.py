@@ -15,20 +15,19 @@ pytestmark = pytest.mark.unit
 
 
 class _GatedStore:
-    """Holds every PUT until the test opens the gate (and so does not pack: a packing
-    store's objects would go to `put_packed`, past the gate)."""
-
-    packs = False
+    """Holds every new object's PUT until the test opens the gate (and writes it with
+    `put`, under the key the writer named)."""
 
     def __init__(self, inner, gate: asyncio.Event) -> None:  # type: ignore[no-untyped-def]
         self.inner = inner
         self.gate = gate
         self.puts: list[str] = []
 
-    async def put(self, key: str, data: bytes) -> None:
+    async def put_new(self, key: str, data: bytes) -> str:
         self.puts.append(key)
         await self.gate.wait()
         await self.inner.put(key, data)
+        return key
 
     def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
         return getattr(self.inner, name)

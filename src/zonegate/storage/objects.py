@@ -1,10 +1,12 @@
 """The one object-store protocol every storage role talks to, and its errors.
 
-Backends (`local_store`, `s3_store`) implement `ObjectStore` and only translate
-calls; retries, timeouts, request/byte counters and fault injection live once,
-in `instrumented.InstrumentedObjectStore`. A URL picks and opens a backend in
-`store_url` (kept apart, so this module imports no backend and the backends
-import it without a circle).
+Backends (`local_store`, `s3_store`) implement `ObjectStore`; retries, timeouts,
+request/byte counters and fault injection live once, in
+`instrumented.InstrumentedObjectStore`. How a backend lays its objects out is its
+own: callers read an object by the key the store gave them (`put_new`), never
+by taking keys apart. A URL picks and opens a backend in `store_url` (kept
+apart, so this module imports no backend and the backends import it without a
+circle).
 """
 
 from __future__ import annotations
@@ -51,6 +53,13 @@ class ObjectStore(Protocol):
 
     async def put(self, key: str, data: bytes) -> None: ...
 
+    async def put_new(self, key: str, data: bytes) -> str:
+        """Writes a new object, never replaced, and returns the key to read it by:
+        `key` itself, or a key of the store's choosing under `key`'s directory (the
+        local store appends small objects to pack files). The caller names `key`
+        uniquely, as for `put`, and refers to the object only by the key returned."""
+        ...
+
     async def put_if_absent(self, key: str, data: bytes) -> bool: ...
 
     async def get(self, key: str) -> bytes: ...
@@ -62,18 +71,6 @@ class ObjectStore(Protocol):
     async def list(self, prefix: str) -> list[ObjectInfo]: ...
 
     async def close(self) -> None: ...
-
-
-@runtime_checkable
-class PackingObjectStore(ObjectStore, Protocol):
-    """A store that can also append small objects to shared pack files (the local
-    store: docs/object-store.md, "Pack files"). `put_packed` returns the key the
-    object can be read by; it is not chosen by the caller."""
-
-    @property
-    def packs(self) -> bool: ...
-
-    async def put_packed(self, prefix: str, data: bytes) -> str: ...
 
 
 def check_range(start: int, length: int) -> None:

@@ -209,6 +209,12 @@ class S3ObjectStore:
     async def put(self, key: str, data: bytes) -> None:
         await self._put(key, data)
 
+    async def put_new(self, key: str, data: bytes) -> str:
+        """One PUT under `key`, which is the key to read it by: a PUT costs the same
+        whatever the object's size, so nothing is gained by sharing objects."""
+        await self._put(key, data)
+        return key
+
     async def put_if_absent(self, key: str, data: bytes) -> bool:
         try:
             await self._put(key, data, IfNoneMatch="*")
