@@ -8,6 +8,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
 from zonegate.storage.objects import (
+    DeletionUnit,
     ObjectInfo,
     ObjectNotFound,
     ObjectStore,
@@ -64,6 +65,9 @@ class MemoryStore:
             key=lambda i: i.key,
         )
 
+    def deletion_unit(self, key: str) -> DeletionUnit:
+        return DeletionUnit(key)
+
     async def close(self) -> None:
         self.closed = True
 
@@ -118,6 +122,9 @@ class GatedStore:
 
     async def list(self, prefix: str) -> builtins.list[ObjectInfo]:
         return await self.inner.list(prefix)
+
+    def deletion_unit(self, key: str) -> DeletionUnit:
+        return self.inner.deletion_unit(key)
 
     async def close(self) -> None:
         await self.inner.close()

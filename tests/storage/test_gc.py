@@ -11,9 +11,10 @@ import pytest
 from tests.storage.fakes import MemoryStore
 from zonegate.metastore.sqlite import SqliteMetaStore
 from zonegate.runtime.clock import ManualClock
+from zonegate.storage import pack_files
 from zonegate.storage.gc import GcSettings, ObjectGc
 from zonegate.storage.index import IndexEntry, PartitionCommit
-from zonegate.storage.objects import ObjectInfo
+from zonegate.storage.objects import DeletionUnit, ObjectInfo
 
 pytestmark = pytest.mark.integration
 
@@ -33,9 +34,12 @@ class DatedStore(MemoryStore):
         await super().put(key, data)
         self.written[key] = self.clock.wall_ms()
 
+    def deletion_unit(self, key: str) -> DeletionUnit:
+        return pack_files.deletion_unit(key)  # keys of pack files' objects as on disk
+
     async def list(self, prefix: str) -> list[ObjectInfo]:
         return [
-            ObjectInfo(i.key, i.size, self.written.get(i.key.split("@")[0], 0))
+            ObjectInfo(i.key, i.size, self.written.get(self.deletion_unit(i.key).key, 0))
             for i in await super().list(prefix)
         ]
 
@@ -43,7 +47,7 @@ class DatedStore(MemoryStore):
         keys = list(keys)  # type: ignore[call-overload]
         self.deleted += keys
         for k in keys:
-            for name in [n for n in self.objects if n == k or n.startswith(k + "@")]:
+            for name in [n for n in self.objects if self.deletion_unit(n).key == k]:
                 del self.objects[name]
 
 

@@ -13,7 +13,7 @@ from tests.storage.fakes import MemoryStore, run
 from zonegate.storage import local_store
 from zonegate.storage.instrumented import InstrumentedObjectStore
 from zonegate.storage.local_store import LocalObjectStore
-from zonegate.storage.objects import ObjectNotFound, TransientObjectStoreError
+from zonegate.storage.objects import DeletionUnit, ObjectNotFound, TransientObjectStoreError
 from zonegate.storage.pack_files import parse_packed_key
 from zonegate.storage.store_url import open_object_store
 from zonegate.wal_s3.wal_format import read_footer_from_store
@@ -247,3 +247,32 @@ def test_new_objects_are_puts_to_the_wrapper_and_only_local_stores_pack(
         await store.close()
 
     run(body())
+
+
+def test_new_objects_pack_under_their_directory_and_go_with_their_pack_file(
+    tmp_path: Path,
+) -> None:
+    store = LocalObjectStore(tmp_path)
+
+    async def body() -> None:
+        keys = [await store.put_new(f"wal/2/{i:06d}-ab", _payload(i)) for i in range(3)]
+        await store.put("streams/1/x", b"s")
+        units = {store.deletion_unit(k) for k in keys}
+        assert len(units) == 1  # one pack file, deleted as one
+        (unit,) = units
+        assert unit.key.startswith("wal/2/") and unit.key.endswith(".pack")
+        assert unit.member_keys is not None
+        assert all(unit.member_keys[0] <= k < unit.member_keys[1] for k in keys)
+        # A key of another pack file, or the pack's name with more after it, is outside.
+        assert not unit.member_keys[0] <= unit.key + "0.pack@8+1" < unit.member_keys[1]
+        assert store.deletion_unit("streams/1/x") == DeletionUnit("streams/1/x")
+        with pytest.raises(ValueError, match="invalid object key"):
+            await store.put_new("wal/../x", b"y")
+        await store.delete_many([unit.key])
+        assert [i.key for i in await store.list("")] == ["streams/1/x"]
+        await store.close()
+
+    run(body())
+    fsynced = LocalObjectStore(tmp_path, fsync=True)
+    assert run(fsynced.put_new("wal/3/000001-ab", b"z")) == "wal/3/000001-ab"
+    assert (tmp_path / "wal" / "3" / "000001-ab").read_bytes() == b"z"

@@ -82,12 +82,10 @@ class Node:
         self.clock = clock
         self.supervisor = Supervisor(f"node {config.node_id}", clock)
         self.meta: MetaStore = open_metastore(config.meta_url)
-        # A local pack file stops taking objects well before GC could take it for an
-        # orphan (docs/storage.md).
         self.store = open_object_store(
             config.store_url,
             endpoint_url=config.s3_endpoint,
-            pack_max_age_s=min(60.0, config.gc_orphan_grace_ms / 2000),
+            gc_orphan_grace_ms=config.gc_orphan_grace_ms,
         )
         # Every object-store call of the node waits for its grant (docs/qos.md).
         self.qos = QosScheduler(config.qos, clock)

@@ -25,6 +25,7 @@ from typing import Protocol, TypeVar
 from zonegate.runtime.histogram import Histograms
 from zonegate.runtime.io_class import current_io_class
 from zonegate.storage.objects import (
+    DeletionUnit,
     ObjectInfo,
     ObjectNotFound,
     ObjectStore,
@@ -294,6 +295,9 @@ class InstrumentedObjectStore:
             return infos
 
         return await self._call("list", attempt)
+
+    def deletion_unit(self, key: str) -> DeletionUnit:
+        return self.inner.deletion_unit(key)  # no request: the backend's key layout
 
     async def close(self) -> None:
         await self.inner.close()

@@ -18,7 +18,8 @@ inode was the one slow file call (0.3-1.4 ms of kernel CPU on ext4 without a
 journal after deletes). Larger objects get a pack file of their own, written
 in the worker thread. Without fsync a write is durable across a process crash
 (kill -9) once it returns, in the thread or not; with fsync the store does not
-pack (`packs` is False) and `put_new` is a `put`.
+pack (`packs` is False) and `put_new` is a `put`. Only this module and
+`pack_files` know a packed object's key; others ask `deletion_unit`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from zonegate.storage.objects import ObjectInfo, ObjectNotFound, check_range
+from zonegate.storage import pack_files
+from zonegate.storage.objects import DeletionUnit, ObjectInfo, ObjectNotFound, check_range
 from zonegate.storage.pack_files import (
     PACK_SUFFIX,
     RECORD_HEADER_SIZE,
@@ -141,6 +143,9 @@ class LocalObjectStore:
             await self.put(key, data)
             return key
         return await self.put_packed(key[: key.rfind("/") + 1], data)
+
+    def deletion_unit(self, key: str) -> DeletionUnit:
+        return pack_files.deletion_unit(key)
 
     # -- pack files ---------------------------------------------------------
 

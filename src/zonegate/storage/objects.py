@@ -3,10 +3,10 @@
 Backends (`local_store`, `s3_store`) implement `ObjectStore`; retries, timeouts,
 request/byte counters and fault injection live once, in
 `instrumented.InstrumentedObjectStore`. How a backend lays its objects out is its
-own: callers read an object by the key the store gave them (`put_new`), never
-by taking keys apart. A URL picks and opens a backend in `store_url` (kept
-apart, so this module imports no backend and the backends import it without a
-circle).
+own: callers read an object by the key the store gave them (`put_new`) and learn
+what a delete removes from `deletion_unit`, never by taking keys apart. A URL
+picks and opens a backend in `store_url` (kept apart, so this module imports
+no backend and the backends import it without a circle).
 """
 
 from __future__ import annotations
@@ -43,6 +43,19 @@ class ObjectInfo:
     modified_ms: int = 0  # last written (S3's LastModified, a file's mtime); 0 unknown
 
 
+@dataclass(frozen=True, slots=True)
+class DeletionUnit:
+    """What deleting an object's unit removes: `key`, the name `delete_many` takes,
+    and, when `member_keys` is set, every object whose key lies in that half-open
+    range `[first, end)`, in code-point order (the order of SQLite's BINARY and
+    PostgreSQL's "C" collation). Most objects are a unit of their own; a store that
+    keeps several objects in one place (the local store's pack files) deletes them
+    together, and says so here."""
+
+    key: str
+    member_keys: tuple[str, str] | None = None
+
+
 @runtime_checkable
 class ObjectStore(Protocol):
     """Flat key -> bytes store. Keys never include the backend's own prefix.
@@ -69,6 +82,10 @@ class ObjectStore(Protocol):
     async def delete_many(self, keys: Sequence[str]) -> None: ...
 
     async def list(self, prefix: str) -> list[ObjectInfo]: ...
+
+    def deletion_unit(self, key: str) -> DeletionUnit:
+        """The unit deleting `key`'s object takes with it (object GC deletes units)."""
+        ...
 
     async def close(self) -> None: ...
 

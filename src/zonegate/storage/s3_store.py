@@ -38,6 +38,7 @@ from botocore.exceptions import (
 from botocore.handlers import convert_body_to_file_like_object
 
 from zonegate.storage.objects import (
+    DeletionUnit,
     ObjectInfo,
     ObjectNotFound,
     PermanentObjectStoreError,
@@ -302,6 +303,9 @@ class S3ObjectStore:
                     )
         out.sort(key=lambda info: info.key)
         return out
+
+    def deletion_unit(self, key: str) -> DeletionUnit:
+        return DeletionUnit(key)  # every object is deleted on its own
 
     async def close(self) -> None:
         async with self._lock:

@@ -25,15 +25,17 @@ def open_object_store(
     retries: int = 3,
     timeout_s: float = 30.0,
     fsync: bool | None = None,
-    pack_max_age_s: float | None = None,
+    gc_orphan_grace_ms: int | None = None,
 ) -> InstrumentedObjectStore:
     """Open the backend named by `url`, wrapped in the one retry/metrics layer.
 
     `file:///abs/dir[?fsync=1]` is a local directory; `s3://bucket[/prefix]` is
     S3 (endpoint from `endpoint_url`, else `ZONEGATE_S3_ENDPOINT`, else
     `AWS_ENDPOINT_URL`; credentials and region from the usual AWS variables).
-    `pack_max_age_s`: how long a local pack file takes new objects (object GC must
-    not delete one that may still grow: its orphan grace is longer).
+    `gc_orphan_grace_ms`: how old an unreferenced object must be before object GC
+    deletes it. A backend whose deletion units take new objects for a while (the
+    local store's pack files) stops adding to a unit well within it, so GC never
+    deletes one still growing (docs/storage.md).
     """
     parts = urlsplit(url)
     backend: ObjectStore
@@ -45,8 +47,12 @@ def open_object_store(
             raise ValueError(f"file URL must name an absolute path: {url!r}")
         query = parse_qs(parts.query)
         do_fsync = fsync if fsync is not None else query.get("fsync", ["0"])[-1] in ("1", "true")
-        if pack_max_age_s is None:
-            pack_max_age_s = DEFAULT_PACK_MAX_AGE_S
+        pack_max_age_s = DEFAULT_PACK_MAX_AGE_S
+        if gc_orphan_grace_ms is not None:
+            # Half the grace at most: a pack file's objects are written within
+            # pack_max_age_s of its opening, so its last append is long past when
+            # GC may judge it an orphan by its modification time.
+            pack_max_age_s = min(pack_max_age_s, gc_orphan_grace_ms / 2000)
         backend = LocalObjectStore(path, fsync=do_fsync, pack_max_age_s=pack_max_age_s)
     elif parts.scheme == "s3":
         if not parts.netloc:
