@@ -16,7 +16,7 @@ import pytest
 from tests.s3_server import DEFAULT_BUCKET, FAKE_AWS_ENV, MotoS3Server
 from zonegate.analytics.source import locate
 from zonegate.analytics.synthetic import SyntheticSpec, Truth, UsageObject, generate
-from zonegate.storage.objects import open_object_store
+from zonegate.storage.store_url import open_object_store
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from zonegate.broker.usage import USAGE_SCHEMA, UsageWriter
-from zonegate.storage.objects import open_object_store
+from zonegate.storage.store_url import open_object_store
 from zonegate.usage.accounting import FORWARD_RPC, PRODUCE_DATA, Accounting
 
 pytestmark = pytest.mark.unit

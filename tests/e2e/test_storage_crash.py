@@ -22,7 +22,7 @@ from tests.e2e.clients import ck_read_to_end, ck_watermarks, wait_until
 from tests.e2e.conftest import NodeFactory
 from tests.node_harness import RunningNode
 from tests.s3_server import FAKE_AWS_ENV, MotoS3Server
-from zonegate.storage.gc import unit_of
+from zonegate.storage.pack_files import deletion_unit
 
 pytestmark = pytest.mark.e2e
 
@@ -60,7 +60,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
 
         def listed() -> set[str]:
             return {
-                unit_of(str(p.relative_to(root)))
+                deletion_unit(str(p.relative_to(root))).key
                 for kind in ("wal", "streams")
                 for p in (root / kind).rglob("*")
                 if p.is_file()
@@ -94,7 +94,10 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
 def _referenced(node: RunningNode) -> set[str]:
     db = sqlite3.connect(f"file:{node.data_dir / 'meta.db'}?mode=ro", uri=True)
     try:
-        return {unit_of(k) for (k,) in db.execute("SELECT DISTINCT object_key FROM stream_index")}
+        return {
+            deletion_unit(k).key
+            for (k,) in db.execute("SELECT DISTINCT object_key FROM stream_index")
+        }
     finally:
         db.close()
 

@@ -23,8 +23,8 @@ from zonegate.records.decode import decode_records
 from zonegate.runtime.clock import ManualClock
 from zonegate.storage.index import IndexEntry
 from zonegate.storage.log_cache import LogCache
-from zonegate.storage.objects import open_object_store
 from zonegate.storage.reader import StreamReader
+from zonegate.storage.store_url import open_object_store
 from zonegate.storage.stream_objects import is_stream_key
 
 pytestmark = pytest.mark.unit

@@ -10,6 +10,7 @@ from tests.metastore.backends import Stores
 from tests.metastore.records import append
 from zonegate.metastore.api import MetaStore
 from zonegate.storage.index import IndexEntry, LeaderEpochFenced, PartitionCommit, UnknownStream
+from zonegate.storage.pack_files import deletion_unit
 
 
 async def test_append_time_round_trips(store: MetaStore) -> None:
@@ -85,19 +86,28 @@ async def test_config_defaults_are_shared_per_scope_and_move_the_version(
 async def test_referenced_units_name_objects_and_pack_files(store: MetaStore) -> None:
     t = await store.create_topic("t", {}, [1])
     sid = t.partitions[0].stream_id
+    named = ("wal/1/000000000001-ab", "wal/1/run-000001.pack@8+100")
     entries = (
-        IndexEntry(0, 0, "wal/1/000000000001-ab", 0, 10, 0),
-        IndexEntry(1, 1, "wal/1/run-000001.pack@8+100", 0, 100, 0),
+        IndexEntry(0, 0, named[0], 0, 10, 0),
+        IndexEntry(1, 1, named[1], 0, 100, 0),
     )
     await store.commit_appends([PartitionCommit(sid, 0, 2, entries, ())])
-    units = [
-        "wal/1/000000000001-ab",  # named itself
-        "wal/1/000000000002-ab",  # not named
-        "wal/1/run-000001.pack",  # one of its objects is named
-        "wal/1/run-000002.pack",  # none of its objects is
-        "wal/1/run-000001",  # a prefix of a named key is not that key
-    ]
-    assert await store.referenced_units(units) == {units[0], units[2]}
+    # The units and member ranges the local store gives (storage/pack_files.py).
+    pack1, pack2 = (deletion_unit(f"wal/1/run-00000{n}.pack@8+1") for n in (1, 2))
+    units: dict[str, tuple[str, str] | None] = {
+        "wal/1/000000000001-ab": None,  # named itself
+        "wal/1/000000000002-ab": None,  # not named
+        pack1.key: pack1.member_keys,  # one of its objects is named
+        pack2.key: pack2.member_keys,  # none of its objects is
+        "wal/1/run-000001": None,  # a prefix of a named key is not that key
+        "range-ends-at-it": (named[1][:-1], named[1]),  # [first, end): end not in it
+        "range-holds-it": (named[0], named[0] + "~"),
+    }
+    assert await store.referenced_units(units) == {
+        "wal/1/000000000001-ab",
+        pack1.key,
+        "range-holds-it",
+    }
     await store.truncate_head(sid, 0, 2)
     assert await store.referenced_units(units) == set()
 

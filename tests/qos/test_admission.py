@@ -12,7 +12,7 @@ from zonegate.qos.admission import QosScheduler, QosSettings
 from zonegate.qos.scheduler import Budget
 from zonegate.runtime.clock import ManualClock
 from zonegate.runtime.io_class import io_class
-from zonegate.storage.objects import open_object_store
+from zonegate.storage.store_url import open_object_store
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,13 @@ import builtins
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
-from zonegate.storage.objects import ObjectInfo, ObjectNotFound, ObjectStore, check_range
+from zonegate.storage.objects import (
+    DeletionUnit,
+    ObjectInfo,
+    ObjectNotFound,
+    ObjectStore,
+    check_range,
+)
 
 T = TypeVar("T")
 
@@ -28,6 +34,10 @@ class MemoryStore:
 
     async def put(self, key: str, data: bytes) -> None:
         self.objects[key] = bytes(data)
+
+    async def put_new(self, key: str, data: bytes) -> str:
+        await self.put(key, data)
+        return key
 
     async def put_if_absent(self, key: str, data: bytes) -> bool:
         if key in self.objects:
@@ -54,6 +64,9 @@ class MemoryStore:
             (ObjectInfo(k, len(v)) for k, v in self.objects.items() if k.startswith(prefix)),
             key=lambda i: i.key,
         )
+
+    def deletion_unit(self, key: str) -> DeletionUnit:
+        return DeletionUnit(key)
 
     async def close(self) -> None:
         self.closed = True
@@ -91,6 +104,10 @@ class GatedStore:
         finally:
             self.running -= 1
 
+    async def put_new(self, key: str, data: bytes) -> str:
+        await self.put(key, data)  # held like any PUT, and where it was asked to go
+        return key
+
     async def put_if_absent(self, key: str, data: bytes) -> bool:
         return await self.inner.put_if_absent(key, data)
 
@@ -105,6 +122,9 @@ class GatedStore:
 
     async def list(self, prefix: str) -> builtins.list[ObjectInfo]:
         return await self.inner.list(prefix)
+
+    def deletion_unit(self, key: str) -> DeletionUnit:
+        return self.inner.deletion_unit(key)
 
     async def close(self) -> None:
         await self.inner.close()

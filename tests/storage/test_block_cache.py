@@ -18,8 +18,8 @@ from zonegate.storage.block_cache import BLOCK_BYTES, BlockCache, blocks_of
 from zonegate.storage.index import IndexEntry
 from zonegate.storage.instrumented import InstrumentedObjectStore
 from zonegate.storage.log_cache import LogCache
-from zonegate.storage.objects import open_object_store
 from zonegate.storage.reader import StreamReader
+from zonegate.storage.store_url import open_object_store
 from zonegate.storage.stream_objects import StreamObject, build_stream_object
 
 MiB = 1 << 20

@@ -4,6 +4,7 @@ orphans, usage records, and a pass interrupted around its deletes (docs/storage.
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -11,9 +12,11 @@ import pytest
 from tests.storage.fakes import MemoryStore
 from zonegate.metastore.sqlite import SqliteMetaStore
 from zonegate.runtime.clock import ManualClock
+from zonegate.storage import pack_files
 from zonegate.storage.gc import GcSettings, ObjectGc
 from zonegate.storage.index import IndexEntry, PartitionCommit
-from zonegate.storage.objects import ObjectInfo
+from zonegate.storage.objects import DeletionUnit, ObjectInfo
+from zonegate.storage.store_url import open_object_store
 
 pytestmark = pytest.mark.integration
 
@@ -33,9 +36,12 @@ class DatedStore(MemoryStore):
         await super().put(key, data)
         self.written[key] = self.clock.wall_ms()
 
+    def deletion_unit(self, key: str) -> DeletionUnit:
+        return pack_files.deletion_unit(key)  # keys of pack files' objects as on disk
+
     async def list(self, prefix: str) -> list[ObjectInfo]:
         return [
-            ObjectInfo(i.key, i.size, self.written.get(i.key.split("@")[0], 0))
+            ObjectInfo(i.key, i.size, self.written.get(self.deletion_unit(i.key).key, 0))
             for i in await super().list(prefix)
         ]
 
@@ -43,7 +49,7 @@ class DatedStore(MemoryStore):
         keys = list(keys)  # type: ignore[call-overload]
         self.deleted += keys
         for k in keys:
-            for name in [n for n in self.objects if n == k or n.startswith(k + "@")]:
+            for name in [n for n in self.objects if self.deletion_unit(n).key == k]:
                 del self.objects[name]
 
 
@@ -116,6 +122,40 @@ def test_an_object_committed_after_it_was_seen_unreferenced_is_kept(tmp_path: Pa
         await clock.advance(GRACE / 1000)
         await gc.run_once()  # past the grace, but named now: kept, and its row dropped
         assert store.deleted == [] and await meta.gc_pending() == {}
+        await meta.close()
+
+    _run(body())
+
+
+def test_a_local_pack_file_goes_whole_once_none_of_its_objects_is_named(tmp_path: Path) -> None:
+    """Over the real local store: GC learns the unit from the store, and a pending row
+    as the earlier version wrote it (the pack file's key) is the same unit."""
+
+    async def body() -> None:
+        # Long after the pack file's mtime, so only the unreferenced grace counts.
+        clock = ManualClock(wall_ms=int(time.time() * 1000) + 86_400_000)
+        store = open_object_store((tmp_path / "objects").as_uri())
+        meta = SqliteMetaStore(str(tmp_path / "m.db"))
+        sid = (await meta.create_topic("t", {}, [1])).partitions[0].stream_id
+        keys = [await store.put_new(f"wal/1/{i:012d}-ab", b"x" * 10) for i in range(3)]
+        (pack,) = {store.deletion_unit(k).key for k in keys}
+        await store.put("wal/1/loose", b"y")
+        entries = (IndexEntry(0, 0, keys[1], 0, 10, 0), IndexEntry(1, 1, "wal/1/loose", 0, 1, 0))
+        await meta.commit_appends([PartitionCommit(sid, 0, 2, entries, ())])
+        await meta.update_gc_pending({pack: (clock.wall_ms(), 30)}, [])
+        gc = ObjectGc(store, meta, clock, GcSettings(GRACE, ORPHAN))
+        await gc.run_once()  # one named object keeps the whole file, and drops the row
+        assert [await store.get(k) for k in keys] == [b"x" * 10] * 3
+        assert await meta.gc_pending() == {}
+        await meta.truncate_head(sid, 0, 1)  # the pack's only named object goes
+        await gc.run_once()
+        assert set(await meta.gc_pending()) == {pack}
+        await clock.advance(GRACE / 1000)
+        await gc.run_once()
+        assert [i.key for i in await store.list("wal/")] == ["wal/1/loose"]
+        assert not (tmp_path / "objects" / pack).exists()
+        assert await meta.gc_pending() == {} and gc.stats.deleted_objects == 1
+        await store.close()
         await meta.close()
 
     _run(body())

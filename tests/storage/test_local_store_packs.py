@@ -13,12 +13,9 @@ from tests.storage.fakes import MemoryStore, run, spin
 from zonegate.storage import local_store
 from zonegate.storage.instrumented import InstrumentedObjectStore
 from zonegate.storage.local_store import LocalObjectStore
-from zonegate.storage.objects import (
-    ObjectNotFound,
-    TransientObjectStoreError,
-    open_object_store,
-)
+from zonegate.storage.objects import DeletionUnit, ObjectNotFound, TransientObjectStoreError
 from zonegate.storage.pack_files import parse_packed_key
+from zonegate.storage.store_url import open_object_store
 from zonegate.wal_s3.wal_format import read_footer_from_store
 from zonegate.wal_s3.wal_writer import WalWriter
 
@@ -190,7 +187,7 @@ def test_a_failed_write_gives_its_pack_up_and_hides_nothing_written_before_or_af
 def test_with_fsync_the_store_does_not_pack_and_the_wal_writes_files(tmp_path: Path) -> None:
     assert not LocalObjectStore(tmp_path, fsync=True).packs
     store = open_object_store(tmp_path.as_uri() + "?fsync=1")
-    assert not store.packs
+    assert isinstance(store.inner, LocalObjectStore) and not store.inner.packs
 
     async def body() -> None:
         with pytest.raises(ValueError, match="fsync"):
@@ -207,7 +204,7 @@ def test_with_fsync_the_store_does_not_pack_and_the_wal_writes_files(tmp_path: P
 
 def test_the_wal_writer_packs_on_the_local_store(tmp_path: Path) -> None:
     store = open_object_store(tmp_path.as_uri())
-    assert store.packs
+    assert isinstance(store.inner, LocalObjectStore) and store.inner.packs
 
     async def body() -> None:
         writer = WalWriter(store, node_id=7, seal_bytes=300, seal_age_s=0.002)
@@ -230,22 +227,52 @@ def test_the_wal_writer_packs_on_the_local_store(tmp_path: Path) -> None:
     assert only.startswith("wal/7/")
 
 
-def test_packed_puts_are_puts_to_the_wrapper_and_only_local_stores_pack(tmp_path: Path) -> None:
+def test_new_objects_are_puts_to_the_wrapper_and_only_local_stores_pack(
+    tmp_path: Path,
+) -> None:
     store = InstrumentedObjectStore(LocalObjectStore(tmp_path), retries=2, sleep=lambda _: spin(1))
     memory = InstrumentedObjectStore(MemoryStore())
-    assert not memory.packs
 
     async def body() -> None:
         store.inject_fault("put", TransientObjectStoreError("slow down"))
-        key = await store.put_packed("wal/1/", b"abc")
+        key = await store.put_new("wal/1/000001-ab", b"abc")
+        assert parse_packed_key(key) is not None
         assert await store.get(key) == b"abc"
         stats = store.stats()
         assert (stats.put_requests, stats.put_bytes) == (1, 3)  # the faulted try never ran
         store.inject_fault("put", PermissionError("denied"))
         with pytest.raises(PermissionError):
-            await store.put_packed("wal/1/", b"def")
-        with pytest.raises(TypeError, match="MemoryStore"):
-            await memory.put_packed("wal/1/", b"x")
+            await store.put_new("wal/1/000002-ab", b"def")
+        assert await memory.put_new("wal/1/000001-ab", b"x") == "wal/1/000001-ab"
         await store.close()
 
     run(body())
+
+
+def test_new_objects_pack_under_their_directory_and_go_with_their_pack_file(
+    tmp_path: Path,
+) -> None:
+    store = LocalObjectStore(tmp_path)
+
+    async def body() -> None:
+        keys = [await store.put_new(f"wal/2/{i:06d}-ab", _payload(i)) for i in range(3)]
+        await store.put("streams/1/x", b"s")
+        units = {store.deletion_unit(k) for k in keys}
+        assert len(units) == 1  # one pack file, deleted as one
+        (unit,) = units
+        assert unit.key.startswith("wal/2/") and unit.key.endswith(".pack")
+        assert unit.member_keys is not None
+        assert all(unit.member_keys[0] <= k < unit.member_keys[1] for k in keys)
+        # A key of another pack file, or the pack's name with more after it, is outside.
+        assert not unit.member_keys[0] <= unit.key + "0.pack@8+1" < unit.member_keys[1]
+        assert store.deletion_unit("streams/1/x") == DeletionUnit("streams/1/x")
+        with pytest.raises(ValueError, match="invalid object key"):
+            await store.put_new("wal/../x", b"y")
+        await store.delete_many([unit.key])
+        assert [i.key for i in await store.list("")] == ["streams/1/x"]
+        await store.close()
+
+    run(body())
+    fsynced = LocalObjectStore(tmp_path, fsync=True)
+    assert run(fsynced.put_new("wal/3/000001-ab", b"z")) == "wal/3/000001-ab"
+    assert (tmp_path / "wal" / "3" / "000001-ab").read_bytes() == b"z"

@@ -15,7 +15,8 @@ import pytest
 from tests.storage.fakes import run
 from zonegate.storage.instrumented import InstrumentedObjectStore
 from zonegate.storage.local_store import LocalObjectStore
-from zonegate.storage.objects import ObjectNotFound, open_object_store
+from zonegate.storage.objects import DeletionUnit, ObjectNotFound
+from zonegate.storage.store_url import open_object_store
 
 StoreFactory = Callable[[str], InstrumentedObjectStore]  # prefix -> store
 
@@ -59,6 +60,35 @@ def test_put_then_get_returns_the_bytes_and_overwrite_replaces(
         assert await store.get("a/b/c") == b"bye"
         await store.put("empty", b"")
         assert await store.get("empty") == b""
+        await store.close()
+
+    run(body())
+
+
+def test_a_new_object_is_read_listed_and_deleted_by_what_the_store_answers(
+    store: InstrumentedObjectStore,
+) -> None:
+    """`put_new` may place an object where the store likes (the local store packs it):
+    the caller reads it by the key returned, and deletes it as its `deletion_unit`."""
+
+    async def body() -> None:
+        data = [bytes([i]) * (i + 1) for i in range(3)]
+        keys = [await store.put_new(f"wal/1/{i:012d}-ab", d) for i, d in enumerate(data)]
+        assert len(set(keys)) == 3 and all(k.startswith("wal/1/") for k in keys)
+        for key, d in zip(keys, data, strict=True):
+            assert await store.get(key) == d
+            assert await store.get_range(key, 1, 5) == d[1:6]
+            unit = store.deletion_unit(key)
+            assert unit.key == key or (
+                unit.member_keys is not None and unit.member_keys[0] <= key < unit.member_keys[1]
+            )
+        assert [i.key for i in await store.list("wal/1/")] == sorted(keys)
+        assert store.stats().put_requests == 3
+        await store.put("streams/1/x", b"s")
+        assert store.deletion_unit("streams/1/x") == DeletionUnit("streams/1/x")
+        await store.delete_many(sorted({store.deletion_unit(k).key for k in keys}))
+        assert await store.list("wal/") == []
+        assert await store.get("streams/1/x") == b"s"
         await store.close()
 
     run(body())

@@ -10,27 +10,26 @@ import pytest
 
 from tests.storage.fakes import spin
 from zonegate.runtime.clock import ManualClock
-from zonegate.storage.objects import open_object_store
+from zonegate.storage.store_url import open_object_store
 from zonegate.wal_s3.wal_writer import WalWriter
 
 pytestmark = pytest.mark.unit
 
 
 class _GatedStore:
-    """Holds every PUT until the test opens the gate (and so does not pack: a packing
-    store's objects would go to `put_packed`, past the gate)."""
-
-    packs = False
+    """Holds every new object's PUT until the test opens the gate (and writes it with
+    `put`, under the key the writer named)."""
 
     def __init__(self, inner, gate: asyncio.Event) -> None:  # type: ignore[no-untyped-def]
         self.inner = inner
         self.gate = gate
         self.puts: list[str] = []
 
-    async def put(self, key: str, data: bytes) -> None:
+    async def put_new(self, key: str, data: bytes) -> str:
         self.puts.append(key)
         await self.gate.wait()
         await self.inner.put(key, data)
+        return key
 
     def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
         return getattr(self.inner, name)

@@ -9,7 +9,8 @@ import pytest
 
 from tests.storage.fakes import MemoryStore, run
 from zonegate.storage.instrumented import InstrumentedObjectStore
-from zonegate.storage.objects import ObjectNotFound, open_object_store
+from zonegate.storage.objects import ObjectNotFound
+from zonegate.storage.store_url import open_object_store
 from zonegate.wal_s3.wal_format import (
     HEADER_SIZE,
     TAIL_READ_BYTES,

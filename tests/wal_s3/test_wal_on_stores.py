@@ -11,7 +11,7 @@ import pytest
 from tests.storage.fakes import run
 from zonegate.runtime.clock import SYSTEM_CLOCK, ManualClock
 from zonegate.storage.instrumented import InstrumentedObjectStore
-from zonegate.storage.objects import open_object_store
+from zonegate.storage.store_url import open_object_store
 from zonegate.wal_s3.wal_format import read_footer_from_store
 from zonegate.wal_s3.wal_writer import WalWriter
 

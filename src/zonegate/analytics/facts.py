@@ -159,7 +159,7 @@ async def _get_all(store: InstrumentedObjectStore, keys: Sequence[str]) -> list[
 def _s3_chunks(loc: UsageLocation, in_flight: int = 16) -> Iterator[pa.Table]:
     import pyarrow.parquet as pq
 
-    from zonegate.storage.objects import open_object_store
+    from zonegate.storage.store_url import open_object_store
 
     loop = asyncio.new_event_loop()
     store = open_object_store(loc.url, endpoint_url=loc.endpoint_url)

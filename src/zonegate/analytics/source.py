@@ -23,7 +23,7 @@ class UsageLocation:
 
 
 async def _list(url: str, endpoint_url: str | None) -> list[tuple[str, int]]:
-    from zonegate.storage.objects import open_object_store
+    from zonegate.storage.store_url import open_object_store
 
     store = open_object_store(url, endpoint_url=endpoint_url)
     try:

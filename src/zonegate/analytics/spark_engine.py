@@ -151,7 +151,7 @@ class UsageReader(DataSourceReader):
         assert isinstance(partition, _Keys)
         import pyarrow.parquet as pq
 
-        from zonegate.storage.objects import open_object_store
+        from zonegate.storage.store_url import open_object_store
 
         # One object in memory at a time: the loop is driven from this generator.
         loop = asyncio.new_event_loop()

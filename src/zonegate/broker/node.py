@@ -65,8 +65,9 @@ from zonegate.storage.block_cache import BlockCache
 from zonegate.storage.cleaner import CleanerConfig, is_compacted
 from zonegate.storage.gc import GcSettings, ObjectGc
 from zonegate.storage.log_cache import LogCache
-from zonegate.storage.objects import ObjectNotFound, open_object_store
+from zonegate.storage.objects import ObjectNotFound
 from zonegate.storage.reader import StreamReader
+from zonegate.storage.store_url import open_object_store
 from zonegate.usage.accounting import FORWARD_RPC, Accounting
 from zonegate.wal_s3.wal_writer import WalWriter
 
@@ -81,12 +82,10 @@ class Node:
         self.clock = clock
         self.supervisor = Supervisor(f"node {config.node_id}", clock)
         self.meta: MetaStore = open_metastore(config.meta_url)
-        # A local pack file stops taking objects well before GC could take it for an
-        # orphan (docs/storage.md).
         self.store = open_object_store(
             config.store_url,
             endpoint_url=config.s3_endpoint,
-            pack_max_age_s=min(60.0, config.gc_orphan_grace_ms / 2000),
+            gc_orphan_grace_ms=config.gc_orphan_grace_ms,
         )
         # Every object-store call of the node waits for its grant (docs/qos.md).
         self.qos = QosScheduler(config.qos, clock)

@@ -3,22 +3,27 @@ statement as gc_sqlite.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 
 from zonegate.metastore.tables_postgres import Db, PostgresTables
 
 
 class GcTables(PostgresTables):
-    async def referenced_units(self, units: Sequence[str]) -> set[str]:
+    async def referenced_units(self, units: Mapping[str, tuple[str, str] | None]) -> set[str]:
+        # A unit of one object has no members: the empty range [unit, unit).
+        ranges = [members or (unit, unit) for unit, members in units.items()]
+
         async def fn(db: Db) -> set[str]:
-            # A unit is named by an entry with its key, or (a pack file) by one with a
-            # key of its objects: `<pack>@<offset>+<length>`, the range [pack@, packA)
-            # of the object_key index in byte order ('A' follows '@').
+            # A unit is named by an entry with its key, or with a key in its members'
+            # range (the object store's `DeletionUnit`), in code-point order: the
+            # object_key index in byte order (COLLATE "C").
             rows = await db.fetch(
-                "SELECT u FROM unnest($1::text[]) AS u WHERE EXISTS (SELECT 1 FROM "
-                'stream_index WHERE object_key = u COLLATE "C" OR (object_key >= '
-                "(u || '@') COLLATE \"C\" AND object_key < (u || 'A') COLLATE \"C\"))",
+                "SELECT u FROM unnest($1::text[], $2::text[], $3::text[]) AS t(u, lo, hi) "
+                'WHERE EXISTS (SELECT 1 FROM stream_index WHERE object_key = u COLLATE "C" '
+                'OR (object_key >= lo COLLATE "C" AND object_key < hi COLLATE "C"))',
                 list(units),
+                [first for first, _ in ranges],
+                [end for _, end in ranges],
             )
             return {str(r[0]) for r in rows}
 

@@ -4,30 +4,29 @@ the `gc_pending` table of tables_sqlite.py."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 
 from zonegate.metastore.tables_sqlite import SqliteTables
 
-_CHUNK = 400  # units asked about per statement, each a few bound parameters
-
 
 class GcTables(SqliteTables):
-    async def referenced_units(self, units: Sequence[str]) -> set[str]:
+    async def referenced_units(self, units: Mapping[str, tuple[str, str] | None]) -> set[str]:
+        # A unit of one object has no members: the empty range [unit, unit).
+        asked = [(unit, *(members or (unit, unit))) for unit, members in units.items()]
+
         def fn(db: sqlite3.Connection) -> set[str]:
             named: set[str] = set()
-            for i in range(0, len(units), _CHUNK):
-                chunk = units[i : i + _CHUNK]
-                # A unit is named by an entry with its key, or (a pack file) by one with
-                # a key of its objects: `<pack>@<offset>+<length>`, the range [pack@, packA)
-                # of the object_key index ('A' follows '@').
-                for unit in chunk:
-                    row = db.execute(
-                        "SELECT 1 FROM stream_index WHERE object_key = ? "
-                        "OR (object_key >= ? AND object_key < ?) LIMIT 1",
-                        (unit, unit + "@", unit + "A"),
-                    ).fetchone()
-                    if row is not None:
-                        named.add(unit)
+            # A unit is named by an entry with its key, or with a key in its members'
+            # range (the object store's `DeletionUnit`): lookups on the object_key
+            # index, whose BINARY order is the range's code-point order.
+            for unit, first, end in asked:
+                row = db.execute(
+                    "SELECT 1 FROM stream_index WHERE object_key = ? "
+                    "OR (object_key >= ? AND object_key < ?) LIMIT 1",
+                    (unit, first, end),
+                ).fetchone()
+                if row is not None:
+                    named.add(unit)
             return named
 
         return await self._read(fn)

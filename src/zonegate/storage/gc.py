@@ -1,9 +1,10 @@
 """Object GC: deletes the objects no index entry names any more, after a grace.
 
 One node at a time runs it (the controller). A pass LISTs the WAL and stream
-object prefixes (the only LISTs, never on a client's path), asks the index store which units are
-still named by an entry (a pack file of the local store is one unit: its
-objects are deleted together), records the unreferenced ones with the time
+object prefixes (the only LISTs, never on a client's path), groups the objects
+into the units the store deletes together (`ObjectStore.deletion_unit`: a pack
+file of the local store is one unit), asks the index store which units are
+still named by an entry, records the unreferenced ones with the time
 they were first seen so, and deletes those unreferenced for
 `unreferenced_grace_ms` and uploaded longer than `orphan_grace_ms` ago. Usage
 records older than their retention go too. Objects are deleted before their
@@ -23,7 +24,6 @@ from zonegate.runtime.crash import crash_point
 from zonegate.runtime.io_class import io_class
 from zonegate.storage.index import GcStore
 from zonegate.storage.objects import ObjectStore
-from zonegate.storage.pack_files import parse_packed_key
 
 log = logging.getLogger(__name__)
 
@@ -55,14 +55,9 @@ class GcStats:
 
 @dataclass
 class _Unit:
+    member_keys: tuple[str, str] | None  # DeletionUnit.member_keys
     size: int = 0
     modified_ms: int = 0
-
-
-def unit_of(key: str) -> str:
-    """The unit a key is deleted with: its pack file for a packed object, else itself."""
-    packed = parse_packed_key(key)
-    return packed.pack if packed is not None else key
 
 
 class ObjectGc:
@@ -88,12 +83,15 @@ class ObjectGc:
         kind_of: dict[str, str] = {}
         for prefix in (WAL_PREFIX, STREAMS_PREFIX):
             for info in await self._store.list(prefix):
-                name = unit_of(info.key)
-                u = units.setdefault(name, _Unit())
+                unit = self._store.deletion_unit(info.key)
+                name = unit.key
+                u = units.setdefault(name, _Unit(unit.member_keys))
                 u.size += info.size
                 u.modified_ms = max(u.modified_ms, info.modified_ms)
                 kind_of[name] = prefix.rstrip("/")
-        referenced = await self._index.referenced_units(list(units))
+        referenced = await self._index.referenced_units(
+            {name: u.member_keys for name, u in units.items()}
+        )
         pending = await self._index.gc_pending()
         now = self._clock.wall_ms()
         s = self._settings

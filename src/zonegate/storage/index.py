@@ -14,7 +14,7 @@ with the offsets it vouches for.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -151,9 +151,11 @@ class GcStore(Protocol):
     """What object GC (storage/gc.py) asks of the index store (the metadata store
     implements it)."""
 
-    async def referenced_units(self, units: Sequence[str]) -> set[str]:
-        """Those of `units` some index entry names: the unit itself, or for a pack file
-        one of its objects (`<pack>@<offset>+<length>`)."""
+    async def referenced_units(self, units: Mapping[str, tuple[str, str] | None]) -> set[str]:
+        """Those of `units` some index entry names. `units` maps a unit's key to the
+        half-open range `[first, end)` its member objects' keys lie in, in code-point
+        order, or None (a unit of one object): an entry names the unit by its key or
+        by a key in that range (the object store says which: `DeletionUnit`)."""
         ...
 
     async def gc_pending(self) -> dict[str, tuple[int, int]]:

@@ -26,10 +26,10 @@ from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.runtime.histogram import Histograms
 from zonegate.runtime.io_class import current_io_class
 from zonegate.storage.objects import (
+    DeletionUnit,
     ObjectInfo,
     ObjectNotFound,
     ObjectStore,
-    PackingObjectStore,
     TransientObjectStoreError,
 )
 
@@ -107,7 +107,6 @@ class InstrumentedObjectStore:
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
         self.inner = inner
-        self._packer = inner if isinstance(inner, PackingObjectStore) else None
         self._retries = retries
         self._timeout_s = timeout_s
         self._backoff_base_s = backoff_base_s
@@ -221,24 +220,16 @@ class InstrumentedObjectStore:
 
         await self._call("put", attempt, len(data))
 
-    @property
-    def packs(self) -> bool:
-        """Whether the backend packs objects (`put_packed`); only the local store does."""
-        return self._packer is not None and self._packer.packs
-
-    async def put_packed(self, prefix: str, data: bytes) -> str:
-        """A PUT for counting, retries and injected `put` faults: the object an S3
-        store would PUT, appended to a pack file instead. A failed attempt leaves
-        its bytes unreferenced; the retry appends them again."""
-        packer = self._packer
-        if packer is None:
-            raise TypeError(f"{type(self.inner).__name__} does not pack objects")
+    async def put_new(self, key: str, data: bytes) -> str:
+        """A PUT for counting, retries and injected `put` faults, whatever the backend
+        makes of it (the local store appends to a pack file). A failed attempt that
+        wrote somewhere leaves those bytes unreferenced; the retry writes them again."""
 
         async def attempt() -> str:
             self._put_requests += 1
             self._put_bytes += len(data)
             self._count("put", len(data))
-            return await packer.put_packed(prefix, data)
+            return await self.inner.put_new(key, data)
 
         return await self._call("put", attempt, len(data))
 
@@ -303,6 +294,9 @@ class InstrumentedObjectStore:
             return infos
 
         return await self._call("list", attempt)
+
+    def deletion_unit(self, key: str) -> DeletionUnit:
+        return self.inner.deletion_unit(key)  # no request: the backend's key layout
 
     async def close(self) -> None:
         await self.inner.close()

@@ -6,8 +6,9 @@ either nothing or the whole object, as with S3. Blocking file calls run in a
 worker thread so a slow disk does not stall the event loop, with one exception,
 the WAL PUT on every produce's path (docs/latency.md):
 
-`put_packed` appends an object to the end of this store's current pack file
-under the given prefix (`pack_files`) and returns the key it can be read by.
+`put_new` (a WAL object) appends the object to the end of this store's
+current pack file under the key's directory (`put_packed`, `pack_files`) and
+returns the key it can be read by.
 An object of at most `inline_bytes` is written on the calling (event loop)
 thread with one `pwritev`: tens of microseconds into the page cache, while the
 hop to a worker thread and back costs milliseconds under load (the worker
@@ -17,7 +18,8 @@ inode was the one slow file call (0.3-1.4 ms of kernel CPU on ext4 without a
 journal after deletes). Larger objects get a pack file of their own, written
 in the worker thread. Without fsync a write is durable across a process crash
 (kill -9) once it returns, in the thread or not; with fsync the store does not
-pack (`packs` is False) and callers use `put`.
+pack (`packs` is False) and `put_new` is a `put`. Only this module and
+`pack_files` know a packed object's key; others ask `deletion_unit`.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from zonegate.storage.objects import ObjectInfo, ObjectNotFound, check_range
+from zonegate.storage import pack_files
+from zonegate.storage.objects import DeletionUnit, ObjectInfo, ObjectNotFound, check_range
 from zonegate.storage.pack_files import (
     PACK_SUFFIX,
     RECORD_HEADER_SIZE,
@@ -131,6 +134,18 @@ class LocalObjectStore:
 
     async def put(self, key: str, data: bytes) -> None:
         await asyncio.to_thread(self._write, self._ordinary_path(key), data, False)
+
+    async def put_new(self, key: str, data: bytes) -> str:
+        """Packs the object under `key`'s directory, and returns its packed key; with
+        packing off it is a `put` under `key`."""
+        self._ordinary_path(key)  # the same keys as `put` take
+        if not self.packs:
+            await self.put(key, data)
+            return key
+        return await self.put_packed(key[: key.rfind("/") + 1], data)
+
+    def deletion_unit(self, key: str) -> DeletionUnit:
+        return pack_files.deletion_unit(key)
 
     # -- pack files ---------------------------------------------------------
 

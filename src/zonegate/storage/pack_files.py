@@ -32,6 +32,8 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from zonegate.storage.objects import DeletionUnit
+
 PACK_SUFFIX = ".pack"
 RECORD_MAGIC = b"ZGPK"
 RECORD_HEADER = struct.Struct(">4sI")
@@ -63,6 +65,16 @@ def parse_packed_key(key: str) -> PackedKey | None:
     if offset < RECORD_HEADER_SIZE:
         return None
     return PackedKey(m["pack"], offset, length)
+
+
+def deletion_unit(key: str) -> DeletionUnit:
+    """What deleting `key` removes: for a packed object its whole pack file, whose
+    objects' keys are the range [`<pack>@`, `<pack>A`) ('A' follows '@'); else the
+    object alone."""
+    packed = parse_packed_key(key)
+    if packed is None:
+        return DeletionUnit(key)
+    return DeletionUnit(packed.pack, (packed.pack + "@", packed.pack + "A"))
 
 
 def is_reserved_name(name: str) -> bool:

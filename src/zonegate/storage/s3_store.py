@@ -38,6 +38,7 @@ from botocore.exceptions import (
 from botocore.handlers import convert_body_to_file_like_object
 
 from zonegate.storage.objects import (
+    DeletionUnit,
     ObjectInfo,
     ObjectNotFound,
     PermanentObjectStoreError,
@@ -209,6 +210,12 @@ class S3ObjectStore:
     async def put(self, key: str, data: bytes) -> None:
         await self._put(key, data)
 
+    async def put_new(self, key: str, data: bytes) -> str:
+        """One PUT under `key`, which is the key to read it by: a PUT costs the same
+        whatever the object's size, so nothing is gained by sharing objects."""
+        await self._put(key, data)
+        return key
+
     async def put_if_absent(self, key: str, data: bytes) -> bool:
         try:
             await self._put(key, data, IfNoneMatch="*")
@@ -296,6 +303,9 @@ class S3ObjectStore:
                     )
         out.sort(key=lambda info: info.key)
         return out
+
+    def deletion_unit(self, key: str) -> DeletionUnit:
+        return DeletionUnit(key)  # every object is deleted on its own
 
     async def close(self) -> None:
         async with self._lock:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.runtime.histogram import SIZE_BUCKETS_BYTES, Histogram
 from zonegate.runtime.io_class import io_class
-from zonegate.storage.objects import ObjectStore, PackingObjectStore
+from zonegate.storage.objects import ObjectStore
 from zonegate.wal_s3.wal_format import WalEntryLocation, encode_wal_object
 
 __all__ = [
@@ -91,9 +91,6 @@ class WalWriter:
                 f"max_inflight_uploads ({max_inflight_uploads}) must be positive"
             )
         self._store = store
-        # A store that packs (the local one) is given each object to append to a
-        # pack file, and says under which key it can be read.
-        self._packer = store if isinstance(store, PackingObjectStore) and store.packs else None
         self._node_id = node_id
         self._seal_bytes = seal_bytes
         self._seal_age_s = seal_age_s
@@ -198,10 +195,7 @@ class WalWriter:
     def _seal(self) -> None:
         obj, self._open = self._open, None
         assert obj is not None
-        if self._packer is None:
-            key = f"{self._node_prefix}{self._seq:012d}-{self._run_id}"
-        else:
-            key = f"{self._node_prefix}(packed object {self._seq})"
+        key = f"{self._node_prefix}{self._seq:012d}-{self._run_id}"
         self._seq += 1
         data, locations = encode_wal_object(
             self._node_id, self._clock.wall_ms(), obj.entries, object_key=key
@@ -228,12 +222,9 @@ class WalWriter:
     async def _upload(self, sealed: _SealedObject) -> None:
         started = self._clock.monotonic()
         try:
-            if self._packer is None:
-                with io_class("produce"):
-                    await self._store.put(sealed.key, sealed.data)
-            else:
-                with io_class("produce"):
-                    key = await self._packer.put_packed(self._node_prefix, sealed.data)
+            with io_class("produce"):
+                key = await self._store.put_new(sealed.key, sealed.data)
+            if key != sealed.key:  # the store placed it (the local store's pack files)
                 sealed.key = key
                 sealed.locations = [
                     WalEntryLocation(key, loc.stream_id, loc.position, loc.length)
