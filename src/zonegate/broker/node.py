@@ -37,12 +37,12 @@ from zonegate.broker.usage import UsageWriter
 from zonegate.coordinator.classic import GroupConfig
 from zonegate.coordinator.consumer_group import ConsumerGroupSettings
 from zonegate.coordinator.service import GroupCoordinator
-from zonegate.leader_forwarder.api import Leader
 from zonegate.leader_forwarder.compactor import CompactionSettings, Compactor, Target
 from zonegate.leader_forwarder.directory import LeaderDirectory
-from zonegate.leader_forwarder.grpc_client import RemoteLeader
 from zonegate.leader_forwarder.grpc_server import start_leader_server
 from zonegate.leader_forwarder.leader import KAFKA_SEGMENTING, LeaderService
+from zonegate.leader_forwarder.moves import forget_moved
+from zonegate.leader_forwarder.peers import LeaderPeers
 from zonegate.metastore.api import MetaStore, open_metastore
 from zonegate.metastore.models import NodeRecord, PartitionInfo, TopicInfo
 from zonegate.proxy.registry import REGISTRY
@@ -67,7 +67,7 @@ from zonegate.storage.gc import GcSettings, ObjectGc
 from zonegate.storage.log_cache import LogCache
 from zonegate.storage.objects import ObjectNotFound, open_object_store
 from zonegate.storage.reader import StreamReader
-from zonegate.usage.accounting import FORWARD_RPC, Accounting
+from zonegate.usage.accounting import Accounting
 from zonegate.wal_s3.wal_writer import WalWriter
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,9 @@ class Node:
             on_deleted=self._on_topic_deleted,
             node_id=config.node_id,
         )
-        self.catalog.listeners.append(self._on_catalog_change)
+        self.catalog.listeners.append(
+            forget_moved(self.local_leader, config.node_id, self.catalog.by_stream)
+        )
         self.coordinator = GroupCoordinator(
             self.meta,
             GroupConfig(
@@ -151,13 +153,12 @@ class Node:
             monotonic=clock.monotonic,
             on_fenced=self._on_fenced_from_thread,
         )
-        self._remotes: dict[int, RemoteLeader] = {}
-        self._rpc_token = ""  # read from the metadata store at start
+        self.peers = LeaderPeers(config.node_id, config.zone, self.membership, self.accounting)
         self.leader = LeaderDirectory(
             config.node_id,
             self.local_leader,
             self.catalog.by_stream,
-            self._remote,
+            self.peers.client,
             self.refresh_catalog,
             clock=clock,
         )
@@ -193,7 +194,7 @@ class Node:
             self.coordinator,
             config.node_id,
             self.cluster.group_owner,
-            self._remote_peer,
+            self.peers.client,
             clock,
             owner_wait_s=config.lease_ms / 1000 + 2.0,
         )
@@ -298,69 +299,6 @@ class Node:
             "zonegate.wal.seal.age.ms": str(c.seal_age_s * 1000),
         }
 
-    def _remote(self, node_id: int) -> Leader | None:
-        return self._remote_peer(node_id)
-
-    def _remote_peer(self, node_id: int) -> RemoteLeader | None:
-        rec = self.membership.node(node_id)
-        remote = self._remotes.get(node_id)
-        if remote is not None and rec is not None:
-            if remote.target != f"{rec.rpc_host}:{rec.rpc_port}":
-                # The node came back (same id, new RPC port): drop the channel to the old one.
-                stale = self._remotes.pop(node_id)
-                asyncio.get_running_loop().create_task(stale.close())
-                remote = None
-        if remote is None:
-            if rec is None:
-                return None
-            peer_zone = rec.zone
-
-            def count(bytes_out: int, bytes_in: int) -> None:
-                self.accounting.add(
-                    FORWARD_RPC,
-                    peer_zone=peer_zone,
-                    leader_zone=peer_zone,
-                    bytes_in=bytes_in,
-                    bytes_out=bytes_out,
-                    requests=1,
-                )
-
-            remote = RemoteLeader(
-                f"{rec.rpc_host}:{rec.rpc_port}",
-                from_node=self.config.node_id,
-                token=self._rpc_token,
-                bytes_hook=count,
-            )
-            self._remotes[node_id] = remote
-        return remote
-
-    def _on_rpc_served(self, from_node: int, bytes_in: int, bytes_out: int) -> None:
-        zone = self.membership.zone_of(from_node) if from_node >= 0 else ""
-        self.accounting.add(
-            FORWARD_RPC,
-            peer_zone=zone,
-            leader_zone=self.config.zone,
-            bytes_in=bytes_in,
-            bytes_out=bytes_out,
-            requests=1,
-        )
-
-    def _on_catalog_change(self, old: dict[int, PartitionInfo]) -> None:
-        me = self.config.node_id
-        stale = []
-        led: dict[int, int] = {}  # moved to this node: stream id -> its new epoch
-        for sid, before in old.items():
-            now = self.catalog.by_stream(sid)
-            if now is None or (before.leader_node == me and now.leader_node != me):
-                stale.append(sid)
-            elif now.leader_epoch != before.leader_epoch:
-                if now.leader_node == me:
-                    led[sid] = now.leader_epoch
-                else:
-                    stale.append(sid)
-        self.local_leader.forget(stale)
-        self.local_leader.forget_unless_at(led)
-
     def _segmenting(self, stream_id: int) -> tuple[int, int]:
         """(segment.ms, segment.bytes) in force for the partition's topic."""
         p = self.catalog.by_stream(stream_id)
@@ -464,18 +402,18 @@ class Node:
         await sup.start("QoS scheduler", None, self.qos.close)
         await sup.start("catalog", self.catalog.load)
         await sup.start("client quotas", self.quotas.refresh)
-        self._rpc_token = await self.meta.cluster_secret("rpc-token")
+        self.peers.token = await self.meta.cluster_secret("rpc-token")
         self._rpc, rpc_port = await start_leader_server(
             self.local_leader,
             self.config.rpc_host or self.config.host,
             self.config.rpc_port,
-            self._on_rpc_served,
+            self.peers.served,
             self.groups.serve,
-            token=self._rpc_token,
+            token=self.peers.token,
         )
         rpc = self._rpc
         await sup.start("leader RPC", None, lambda: rpc.stop(grace=1.0))
-        await sup.start("RPC clients", None, self._close_remotes)
+        await sup.start("RPC clients", None, self.peers.close)
         await sup.start("usage records", None, self.usage.flush)
         await sup.start("Kafka listener", self.server.start)
         self.membership.me = NodeRecord(
@@ -542,10 +480,6 @@ class Node:
             await hand_over(self.meta, self.membership, self.catalog.topics(), self.stopping_with)
         except Exception as exc:  # the store unreachable: the lease runs out instead
             log.warning("node %d could not hand over: %s", self.config.node_id, exc)
-
-    async def _close_remotes(self) -> None:
-        for remote in self._remotes.values():
-            await remote.close()
 
     async def stop(self) -> None:
         served, self.ready = self.ready, False
