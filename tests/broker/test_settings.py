@@ -38,3 +38,10 @@ def test_node_config_defaults_are_the_rows_defaults() -> None:
     with pytest.raises(KeyError):
         field_default("log_cache_bytes")
     assert isinstance(data_dir, Path)
+
+
+def test_other_nodes_dial_a_wildcard_rpc_listener_at_the_advertised_host() -> None:
+    assert NodeConfig(Path("d")).rpc_reachable_host == "127.0.0.1"
+    pod = NodeConfig(Path("d"), host="0.0.0.0", advertised_host="10.0.1.7")
+    assert pod.rpc_reachable_host == "10.0.1.7"
+    assert dataclasses.replace(pod, rpc_host="10.0.1.8").rpc_reachable_host == "10.0.1.8"

@@ -86,3 +86,23 @@ class NodeConfig:
     @property
     def advertised(self) -> str:
         return self.advertised_host or self.host
+
+    @property
+    def rpc_reachable_host(self) -> str:
+        """The address other nodes dial for the leader RPC: a wildcard listener (0.0.0.0,
+        as in a pod) is reached at the advertised host."""
+        host = self.rpc_host or self.host
+        return self.advertised if host in ("", "0.0.0.0", "::") else host
+
+    def broker_configs(self) -> dict[str, str]:
+        """The node's settings a DescribeConfigs of its broker resource shows."""
+        return {
+            "auto.create.topics.enable": str(self.auto_create_topics).lower(),
+            "num.partitions": str(self.default_partitions),
+            "socket.request.max.bytes": str(self.max_request_bytes),
+            "broker.id": str(self.node_id),
+            "node.id": str(self.node_id),
+            "broker.rack": self.zone,
+            "zonegate.wal.seal.bytes": str(self.wal_seal_bytes),
+            "zonegate.wal.seal.age.ms": str(self.seal_age_s * 1000),
+        }

@@ -108,7 +108,7 @@ class Node:
             config.zone,
             config.advertised,
             config.port,
-            _reachable(config.rpc_host or config.host, config.advertised),
+            config.rpc_reachable_host,
             config.rpc_port,
             incarnation=self.incarnation,
         )
@@ -186,7 +186,7 @@ class Node:
                 cluster_name=config.cluster_id,
                 zone_routing=config.zone_routing,
                 zone_cidrs=config.zone_cidrs,
-                broker_configs=self._broker_configs,
+                broker_configs=config.broker_configs,
             ),
             self.membership,
         )
@@ -285,19 +285,6 @@ class Node:
     # -- wiring -------------------------------------------------------------
     def _place(self, count: int, current: list[int]) -> list[int]:
         return place(count, self.membership.live_nodes(), current)
-
-    def _broker_configs(self) -> dict[str, str]:
-        c = self.config
-        return {
-            "auto.create.topics.enable": str(c.auto_create_topics).lower(),
-            "num.partitions": str(c.default_partitions),
-            "socket.request.max.bytes": str(c.max_request_bytes),
-            "broker.id": str(c.node_id),
-            "node.id": str(c.node_id),
-            "broker.rack": c.zone,
-            "zonegate.wal.seal.bytes": str(c.wal_seal_bytes),
-            "zonegate.wal.seal.age.ms": str(c.seal_age_s * 1000),
-        }
 
     def _segmenting(self, stream_id: int) -> tuple[int, int]:
         """(segment.ms, segment.bytes) in force for the partition's topic."""
@@ -421,7 +408,7 @@ class Node:
             self.config.zone,
             self.config.advertised,
             self.port,
-            _reachable(self.config.rpc_host or self.config.host, self.config.advertised),
+            self.config.rpc_reachable_host,
             rpc_port,
             incarnation=self.incarnation,
         )
@@ -486,9 +473,3 @@ class Node:
         await self.supervisor.stop()
         if served:  # a node refused at start says why in one line, and nothing more
             log.info("node %d stopped", self.config.node_id)
-
-
-def _reachable(host: str, advertised: str) -> str:
-    """The address other nodes dial for the leader RPC: a wildcard listener (0.0.0.0,
-    as in a pod) is reached at the advertised host."""
-    return advertised if host in ("", "0.0.0.0", "::") else host
