@@ -9,6 +9,7 @@ import argparse
 from zonegate.broker.setting_types import (
     KAFKA_MAX_INT,
     MS,
+    REQUEST_MAX_BYTES,
     Setting,
     at_least,
     bytes_or_unbounded,
@@ -140,7 +141,7 @@ QOS_SETTINGS: tuple[Setting, ...] = (
     Setting(
         "--queued-max-request-bytes",
         "queued.max.request.bytes",
-        104_857_600,
+        REQUEST_MAX_BYTES,
         "queued.max.request.bytes: the most bytes of requests read and not yet "
         "answered; beyond it connections are not read until answers free memory (default "
         "{default}, socket.request.max.bytes's default; -1: no bound, Kafka's default)",

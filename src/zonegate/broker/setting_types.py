@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 KAFKA_MAX_INT = 2_147_483_647
+# socket.request.max.bytes's default, and queued.max.request.bytes's here (docs/qos.md).
+REQUEST_MAX_BYTES = 104_857_600
 
 
 @dataclass(frozen=True)

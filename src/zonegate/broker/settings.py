@@ -22,6 +22,7 @@ from zonegate.broker.setting_types import (
     MS,
     MS_POSITIVE,
     ON_OFF,
+    REQUEST_MAX_BYTES,
     Setting,
     at_least,
     host_port,
@@ -220,7 +221,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "--max-request-bytes",
         "socket.request.max.bytes",
-        104_857_600,
+        REQUEST_MAX_BYTES,
         "largest request accepted, socket.request.max.bytes (default {default})",
         at_least(1, int),
         "BYTES",
