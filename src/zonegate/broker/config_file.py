@@ -4,10 +4,9 @@ Every option of `zonegate node` and `zonegate serve` can be set three ways,
 the first found winning: the flag (`--node-id 3`), an environment variable
 (`ZONEGATE_NODE_ID=3`: ZONEGATE_ and the flag's name), or a line of the config
 file named by `--config FILE` or `ZONEGATE_CONFIG` (`node.id=3`: Kafka's name
-for the setting where Kafka has one, `zonegate.*` otherwise). Each setting's
-names and default are its row in settings.py. The file is a
-Java properties file as Kafka's `server.properties`: `key=value` lines, `#`
-and `!` comments.
+for the setting where Kafka has one, `zonegate.*` otherwise): each setting's
+row in settings.py. The file is a Java properties file as Kafka's
+`server.properties`: `key=value` lines, `#` and `!` comments.
 
 A value from the file or the environment is parsed and checked by the same
 function as the flag's, and a bad one is refused at start naming where it came

@@ -15,6 +15,9 @@ REQUEST_MAX_BYTES = 104_857_600
 
 @dataclass(frozen=True)
 class Setting:
+    """One setting: all the CLI, the config file, the environment, NodeConfig and
+    docs/configuration.md need to know of it."""
+
     flag: str
     key: str  # in the config file
     default: Any  # as `type` returns it
