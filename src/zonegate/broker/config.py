@@ -1,70 +1,73 @@
-"""One frozen node configuration, loaded once from the command line."""
+"""One frozen node configuration, loaded once from the command line.
+
+A field that is a setting takes its default from the setting's row in
+settings.py (`_d`); the others are fixed here."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zonegate.broker.settings import field_default as _d
 from zonegate.qos.admission import QosSettings
 
 
 @dataclass(frozen=True, slots=True)
 class NodeConfig:
     data_dir: Path
-    host: str = "127.0.0.1"
-    port: int = 9092
-    advertised_host: str | None = None
-    node_id: int = 1
-    zone: str = "zone-a"
-    cluster_id: str = "zonegate"
-    object_store_url: str | None = None  # default: file://<data_dir>/objects
-    s3_endpoint: str | None = None
-    metastore_url: str | None = None  # default: sqlite:///<data_dir>/meta.db
-    wal_seal_bytes: int = 8 * 1024 * 1024
-    wal_seal_age_ms: float | None = None  # default: 250 ms on S3, 2 ms on a local directory
+    host: str = _d("host")
+    port: int = _d("port")
+    advertised_host: str | None = _d("advertised_host")
+    node_id: int = _d("node_id")
+    zone: str = _d("zone")
+    cluster_id: str = _d("cluster_id")
+    object_store_url: str | None = _d("object_store_url")  # None: file://<data_dir>/objects
+    s3_endpoint: str | None = _d("s3_endpoint")
+    metastore_url: str | None = _d("metastore_url")  # None: sqlite:///<data_dir>/meta.db
+    wal_seal_bytes: int = _d("wal_seal_bytes")
+    wal_seal_age_ms: float | None = _d("wal_seal_age_ms")  # None: 250 ms on S3, 2 ms locally
     wal_max_inflight_uploads: int = 4
-    wal_seal_when_idle: bool = True  # group commit: seal at once when no upload is in flight
+    wal_seal_when_idle: bool = _d("wal_seal_when_idle")  # group commit
     log_cache_bytes: int = 256 * 1024 * 1024
-    block_cache_bytes: int = 256 * 1024 * 1024  # stream objects' blocks (docs/storage.md)
-    max_request_bytes: int = 104_857_600  # socket.request.max.bytes
+    block_cache_bytes: int = _d("block_cache_bytes")  # stream objects' blocks
+    max_request_bytes: int = _d("max_request_bytes")  # socket.request.max.bytes
     # Memory bounds of the Kafka listener (docs/qos.md).
-    queued_max_request_bytes: int = 104_857_600  # queued.max.request.bytes; -1: none
-    max_connections: int = 2_147_483_647  # max.connections
-    max_connections_per_ip: int = 2_147_483_647  # max.connections.per.ip
-    auto_create_topics: bool = True  # auto.create.topics.enable
-    default_partitions: int = 1  # num.partitions
-    rpc_host: str | None = None  # leader gRPC listener (default: the Kafka host)
-    rpc_port: int = 0
-    http_port: int | None = None  # /metrics, /healthz, /readyz; None: no endpoint
-    lease_ms: int = 6000  # node and controller leases: a dead node's partitions move within it
+    queued_max_request_bytes: int = _d("queued_max_request_bytes")  # -1: none
+    max_connections: int = _d("max_connections")
+    max_connections_per_ip: int = _d("max_connections_per_ip")
+    auto_create_topics: bool = _d("auto_create_topics")
+    default_partitions: int = _d("default_partitions")  # num.partitions
+    rpc_host: str | None = _d("rpc_host")  # leader gRPC listener; None: the Kafka host
+    rpc_port: int = _d("rpc_port")
+    http_port: int | None = _d("http_port")  # /metrics, /healthz, /readyz; None: no endpoint
+    lease_ms: int = _d("lease_ms")  # node and controller leases
     heartbeat_s: float = 0.5
-    zone_routing: bool = True
-    zone_cidrs: tuple[tuple[str, str], ...] = ()  # (CIDR, zone)
-    usage_interval_s: float = 60.0
+    zone_routing: bool = _d("zone_routing")
+    zone_cidrs: tuple[tuple[str, str], ...] = _d("zone_cidrs")  # (CIDR, zone)
+    usage_interval_s: float = _d("usage_interval_s")
     # Storage lifecycle (docs/storage.md).
-    retention_check_interval_ms: int = 30_000  # log.retention.check.interval.ms
-    segment_delete_delay_ms: int = 60_000  # log.segment.delete.delay.ms
-    gc_interval_ms: int = 60_000
-    gc_orphan_grace_ms: int = 600_000
-    usage_retention_days: int = 30
+    retention_check_interval_ms: int = _d("retention_check_interval_ms")
+    segment_delete_delay_ms: int = _d("segment_delete_delay_ms")
+    gc_interval_ms: int = _d("gc_interval_ms")
+    gc_orphan_grace_ms: int = _d("gc_orphan_grace_ms")
+    usage_retention_days: int = _d("usage_retention_days")
     # Compaction of WAL ranges into stream objects (docs/storage.md, part 2).
-    compaction_interval_ms: int = 5_000
-    stream_object_bytes: int = 16 * 1024 * 1024
-    compaction_max_delay_ms: int = 540_000
-    drain_timeout_s: float = 10.0
-    # Classic consumer groups, Kafka's broker settings and defaults.
-    group_min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
-    group_max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
-    group_initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
-    # KIP-848 consumer groups (group.protocol=consumer), Kafka's broker settings and defaults.
-    group_consumer_heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
-    group_consumer_session_timeout_ms: int = 45000  # group.consumer.session.timeout.ms
-    # The object-store scheduler (docs/qos.md).
+    compaction_interval_ms: int = _d("compaction_interval_ms")
+    stream_object_bytes: int = _d("stream_object_bytes")
+    compaction_max_delay_ms: int = _d("compaction_max_delay_ms")
+    drain_timeout_s: float = _d("drain_timeout_s")
+    # Consumer groups, classic and KIP-848, with Kafka's broker settings and defaults.
+    group_min_session_timeout_ms: int = _d("group_min_session_timeout_ms")
+    group_max_session_timeout_ms: int = _d("group_max_session_timeout_ms")
+    group_initial_rebalance_delay_ms: int = _d("group_initial_rebalance_delay_ms")
+    group_consumer_heartbeat_interval_ms: int = _d("group_consumer_heartbeat_interval_ms")
+    group_consumer_session_timeout_ms: int = _d("group_consumer_session_timeout_ms")
+    # The object-store scheduler (docs/qos.md): its settings' defaults.
     qos: QosSettings = field(default_factory=QosSettings)
-    qos_tail_window_ms: int = 60_000
+    qos_tail_window_ms: int = _d("qos_tail_window_ms")
     # Client quotas' rates (Kafka's quota.window.num, quota.window.size.seconds).
-    quota_window_num: int = 11
-    quota_window_size_s: int = 1
+    quota_window_num: int = _d("quota_window_num")
+    quota_window_size_s: int = _d("quota_window_size_s")
 
     @property
     def store_url(self) -> str:
@@ -83,3 +86,23 @@ class NodeConfig:
     @property
     def advertised(self) -> str:
         return self.advertised_host or self.host
+
+    @property
+    def rpc_reachable_host(self) -> str:
+        """The address other nodes dial for the leader RPC: a wildcard listener (0.0.0.0,
+        as in a pod) is reached at the advertised host."""
+        host = self.rpc_host or self.host
+        return self.advertised if host in ("", "0.0.0.0", "::") else host
+
+    def broker_configs(self) -> dict[str, str]:
+        """The node's settings a DescribeConfigs of its broker resource shows."""
+        return {
+            "auto.create.topics.enable": str(self.auto_create_topics).lower(),
+            "num.partitions": str(self.default_partitions),
+            "socket.request.max.bytes": str(self.max_request_bytes),
+            "broker.id": str(self.node_id),
+            "node.id": str(self.node_id),
+            "broker.rack": self.zone,
+            "zonegate.wal.seal.bytes": str(self.wal_seal_bytes),
+            "zonegate.wal.seal.age.ms": str(self.seal_age_s * 1000),
+        }

@@ -4,9 +4,9 @@ Every option of `zonegate node` and `zonegate serve` can be set three ways,
 the first found winning: the flag (`--node-id 3`), an environment variable
 (`ZONEGATE_NODE_ID=3`: ZONEGATE_ and the flag's name), or a line of the config
 file named by `--config FILE` or `ZONEGATE_CONFIG` (`node.id=3`: Kafka's name
-for the setting where Kafka has one, `zonegate.*` otherwise). The file is a
-Java properties file as Kafka's `server.properties`: `key=value` lines, `#`
-and `!` comments.
+for the setting where Kafka has one, `zonegate.*` otherwise): each setting's
+row in settings.py. The file is a Java properties file as Kafka's
+`server.properties`: `key=value` lines, `#` and `!` comments.
 
 A value from the file or the environment is parsed and checked by the same
 function as the flag's, and a bad one is refused at start naming where it came
@@ -19,56 +19,12 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from zonegate.broker.qos_flags import QOS_KEYS
+from zonegate.broker.setting_types import Setting
 from zonegate.broker.startup import StartupError
-
-# The option's argparse dest -> its name in the config file.
-KEYS: dict[str, str] = {
-    "listen": "listeners",
-    "advertised_host": "advertised.host.name",
-    "data_dir": "log.dirs",
-    "object_store": "zonegate.object.store",
-    "s3_endpoint": "zonegate.s3.endpoint",
-    "metastore": "zonegate.metastore",
-    "node_id": "node.id",
-    "zone": "broker.rack",
-    "zones": "zonegate.zones",
-    "cluster_id": "zonegate.cluster.id",
-    "group_min_session_timeout_ms": "group.min.session.timeout.ms",
-    "group_max_session_timeout_ms": "group.max.session.timeout.ms",
-    "group_initial_rebalance_delay_ms": "group.initial.rebalance.delay.ms",
-    "group_consumer_heartbeat_interval_ms": "group.consumer.heartbeat.interval.ms",
-    "group_consumer_session_timeout_ms": "group.consumer.session.timeout.ms",
-    "wal_seal_bytes": "zonegate.wal.seal.bytes",
-    "wal_seal_age_ms": "zonegate.wal.seal.age.ms",
-    "wal_seal_when_idle": "zonegate.wal.seal.when.idle",
-    "block_cache_bytes": "zonegate.block.cache.bytes",
-    "auto_create_topics": "auto.create.topics.enable",
-    "num_partitions": "num.partitions",
-    "max_request_bytes": "socket.request.max.bytes",
-    "rpc_listen": "zonegate.rpc.listener",
-    "http_port": "zonegate.http.port",
-    "lease_ms": "zonegate.lease.ms",
-    "drain_timeout_ms": "zonegate.drain.timeout.ms",
-    "zone_routing": "zonegate.zone.routing",
-    "zone_map": "zonegate.zone.map",
-    "usage_interval_s": "zonegate.usage.interval.s",
-    "log_retention_check_interval_ms": "log.retention.check.interval.ms",
-    "log_segment_delete_delay_ms": "log.segment.delete.delay.ms",
-    "gc_interval_ms": "zonegate.gc.interval.ms",
-    "gc_orphan_grace_ms": "zonegate.gc.orphan.grace.ms",
-    "usage_retention_days": "zonegate.usage.retention.days",
-    "compaction_interval_ms": "zonegate.compaction.interval.ms",
-    "stream_object_bytes": "zonegate.stream.object.bytes",
-    "compaction_max_delay_ms": "zonegate.compaction.max.delay.ms",
-    "log_level": "zonegate.log.level",
-    **QOS_KEYS,
-}
 
 
 class _Unset:
@@ -79,52 +35,6 @@ class _Unset:
 
 
 UNSET: Any = _Unset()
-
-
-@dataclass(frozen=True)
-class Setting:
-    dest: str
-    flag: str
-    key: str
-    env: str
-    parse: Callable[[str], Any]
-    default: Any
-
-
-def env_name(flag: str) -> str:
-    return "ZONEGATE_" + flag.removeprefix("--").replace("-", "_").upper()
-
-
-def layered(parser: argparse.ArgumentParser) -> list[Setting]:
-    """Makes the parser's settings layered: each option's default becomes UNSET (so a
-    flag given is told from one not given), its help names its key and variable, and
-    the settings are returned for `resolve`."""
-    settings = []
-    for action in parser._actions:
-        key = KEYS.get(action.dest)
-        if key is None or not action.option_strings or action.help == argparse.SUPPRESS:
-            continue
-        flag = action.option_strings[0]
-        settings.append(
-            Setting(action.dest, flag, key, env_name(flag), _parser_of(action), action.default)
-        )
-        action.help = f"{action.help}. Config file: {key}; environment: {env_name(flag)}"
-        action.default = UNSET
-    return settings
-
-
-def _parser_of(action: argparse.Action) -> Callable[[str], Any]:
-    convert = action.type if callable(action.type) else str
-    choices = action.choices
-
-    def parse(text: str) -> Any:
-        value = convert(text.strip())
-        if choices is not None and value not in choices:
-            allowed = ", ".join(str(c) for c in choices)
-            raise argparse.ArgumentTypeError(f"expected one of {allowed}, got {text!r}")
-        return value
-
-    return parse
 
 
 def read_properties(path: Path) -> dict[str, tuple[str, int]]:
@@ -155,7 +65,7 @@ def read_properties(path: Path) -> dict[str, tuple[str, int]]:
 
 def resolve(
     args: argparse.Namespace,
-    settings: list[Setting],
+    settings: Sequence[Setting],
     environ: Mapping[str, str] = os.environ,
 ) -> None:
     """Fills each setting the command line left UNSET from the environment, else the

@@ -37,12 +37,12 @@ from zonegate.broker.usage import UsageWriter
 from zonegate.coordinator.classic import GroupConfig
 from zonegate.coordinator.consumer_group import ConsumerGroupSettings
 from zonegate.coordinator.service import GroupCoordinator
-from zonegate.leader_forwarder.api import Leader
 from zonegate.leader_forwarder.compactor import CompactionSettings, Compactor, Target
 from zonegate.leader_forwarder.directory import LeaderDirectory
-from zonegate.leader_forwarder.grpc_client import RemoteLeader
 from zonegate.leader_forwarder.grpc_server import start_leader_server
 from zonegate.leader_forwarder.leader import KAFKA_SEGMENTING, LeaderService
+from zonegate.leader_forwarder.moves import forget_moved
+from zonegate.leader_forwarder.peers import LeaderPeers
 from zonegate.metastore.api import MetaStore, open_metastore
 from zonegate.metastore.models import NodeRecord, PartitionInfo, TopicInfo
 from zonegate.proxy.registry import REGISTRY
@@ -68,7 +68,7 @@ from zonegate.storage.log_cache import LogCache
 from zonegate.storage.objects import ObjectNotFound
 from zonegate.storage.reader import StreamReader
 from zonegate.storage.store_url import open_object_store
-from zonegate.usage.accounting import FORWARD_RPC, Accounting
+from zonegate.usage.accounting import Accounting
 from zonegate.wal_s3.wal_writer import WalWriter
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ class Node:
             config.zone,
             config.advertised,
             config.port,
-            _reachable(config.rpc_host or config.host, config.advertised),
+            config.rpc_reachable_host,
             config.rpc_port,
             incarnation=self.incarnation,
         )
@@ -122,7 +122,9 @@ class Node:
             on_deleted=self._on_topic_deleted,
             node_id=config.node_id,
         )
-        self.catalog.listeners.append(self._on_catalog_change)
+        self.catalog.listeners.append(
+            forget_moved(self.local_leader, config.node_id, self.catalog.by_stream)
+        )
         self.coordinator = GroupCoordinator(
             self.meta,
             GroupConfig(
@@ -150,13 +152,12 @@ class Node:
             monotonic=clock.monotonic,
             on_fenced=self._on_fenced_from_thread,
         )
-        self._remotes: dict[int, RemoteLeader] = {}
-        self._rpc_token = ""  # read from the metadata store at start
+        self.peers = LeaderPeers(config.node_id, config.zone, self.membership, self.accounting)
         self.leader = LeaderDirectory(
             config.node_id,
             self.local_leader,
             self.catalog.by_stream,
-            self._remote,
+            self.peers.client,
             self.refresh_catalog,
             clock=clock,
         )
@@ -184,7 +185,7 @@ class Node:
                 cluster_name=config.cluster_id,
                 zone_routing=config.zone_routing,
                 zone_cidrs=config.zone_cidrs,
-                broker_configs=self._broker_configs,
+                broker_configs=config.broker_configs,
             ),
             self.membership,
         )
@@ -192,7 +193,7 @@ class Node:
             self.coordinator,
             config.node_id,
             self.cluster.group_owner,
-            self._remote_peer,
+            self.peers.client,
             clock,
             owner_wait_s=config.lease_ms / 1000 + 2.0,
         )
@@ -281,82 +282,6 @@ class Node:
     # -- wiring -------------------------------------------------------------
     def _place(self, count: int, current: list[int]) -> list[int]:
         return place(count, self.membership.live_nodes(), current)
-
-    def _broker_configs(self) -> dict[str, str]:
-        c = self.config
-        return {
-            "auto.create.topics.enable": str(c.auto_create_topics).lower(),
-            "num.partitions": str(c.default_partitions),
-            "socket.request.max.bytes": str(c.max_request_bytes),
-            "broker.id": str(c.node_id),
-            "node.id": str(c.node_id),
-            "broker.rack": c.zone,
-            "zonegate.wal.seal.bytes": str(c.wal_seal_bytes),
-            "zonegate.wal.seal.age.ms": str(c.seal_age_s * 1000),
-        }
-
-    def _remote(self, node_id: int) -> Leader | None:
-        return self._remote_peer(node_id)
-
-    def _remote_peer(self, node_id: int) -> RemoteLeader | None:
-        rec = self.membership.node(node_id)
-        remote = self._remotes.get(node_id)
-        if remote is not None and rec is not None:
-            if remote.target != f"{rec.rpc_host}:{rec.rpc_port}":
-                # The node came back (same id, new RPC port): drop the channel to the old one.
-                stale = self._remotes.pop(node_id)
-                asyncio.get_running_loop().create_task(stale.close())
-                remote = None
-        if remote is None:
-            if rec is None:
-                return None
-            peer_zone = rec.zone
-
-            def count(bytes_out: int, bytes_in: int) -> None:
-                self.accounting.add(
-                    FORWARD_RPC,
-                    peer_zone=peer_zone,
-                    leader_zone=peer_zone,
-                    bytes_in=bytes_in,
-                    bytes_out=bytes_out,
-                    requests=1,
-                )
-
-            remote = RemoteLeader(
-                f"{rec.rpc_host}:{rec.rpc_port}",
-                from_node=self.config.node_id,
-                token=self._rpc_token,
-                bytes_hook=count,
-            )
-            self._remotes[node_id] = remote
-        return remote
-
-    def _on_rpc_served(self, from_node: int, bytes_in: int, bytes_out: int) -> None:
-        zone = self.membership.zone_of(from_node) if from_node >= 0 else ""
-        self.accounting.add(
-            FORWARD_RPC,
-            peer_zone=zone,
-            leader_zone=self.config.zone,
-            bytes_in=bytes_in,
-            bytes_out=bytes_out,
-            requests=1,
-        )
-
-    def _on_catalog_change(self, old: dict[int, PartitionInfo]) -> None:
-        me = self.config.node_id
-        stale = []
-        led: dict[int, int] = {}  # moved to this node: stream id -> its new epoch
-        for sid, before in old.items():
-            now = self.catalog.by_stream(sid)
-            if now is None or (before.leader_node == me and now.leader_node != me):
-                stale.append(sid)
-            elif now.leader_epoch != before.leader_epoch:
-                if now.leader_node == me:
-                    led[sid] = now.leader_epoch
-                else:
-                    stale.append(sid)
-        self.local_leader.forget(stale)
-        self.local_leader.forget_unless_at(led)
 
     def _segmenting(self, stream_id: int) -> tuple[int, int]:
         """(segment.ms, segment.bytes) in force for the partition's topic."""
@@ -461,18 +386,18 @@ class Node:
         await sup.start("QoS scheduler", None, self.qos.close)
         await sup.start("catalog", self.catalog.load)
         await sup.start("client quotas", self.quotas.refresh)
-        self._rpc_token = await self.meta.cluster_secret("rpc-token")
+        self.peers.token = await self.meta.cluster_secret("rpc-token")
         self._rpc, rpc_port = await start_leader_server(
             self.local_leader,
             self.config.rpc_host or self.config.host,
             self.config.rpc_port,
-            self._on_rpc_served,
+            self.peers.served,
             self.groups.serve,
-            token=self._rpc_token,
+            token=self.peers.token,
         )
         rpc = self._rpc
         await sup.start("leader RPC", None, lambda: rpc.stop(grace=1.0))
-        await sup.start("RPC clients", None, self._close_remotes)
+        await sup.start("RPC clients", None, self.peers.close)
         await sup.start("usage records", None, self.usage.flush)
         await sup.start("Kafka listener", self.server.start)
         self.membership.me = NodeRecord(
@@ -480,7 +405,7 @@ class Node:
             self.config.zone,
             self.config.advertised,
             self.port,
-            _reachable(self.config.rpc_host or self.config.host, self.config.advertised),
+            self.config.rpc_reachable_host,
             rpc_port,
             incarnation=self.incarnation,
         )
@@ -540,18 +465,8 @@ class Node:
         except Exception as exc:  # the store unreachable: the lease runs out instead
             log.warning("node %d could not hand over: %s", self.config.node_id, exc)
 
-    async def _close_remotes(self) -> None:
-        for remote in self._remotes.values():
-            await remote.close()
-
     async def stop(self) -> None:
         served, self.ready = self.ready, False
         await self.supervisor.stop()
         if served:  # a node refused at start says why in one line, and nothing more
             log.info("node %d stopped", self.config.node_id)
-
-
-def _reachable(host: str, advertised: str) -> str:
-    """The address other nodes dial for the leader RPC: a wildcard listener (0.0.0.0,
-    as in a pod) is reached at the advertised host."""
-    return advertised if host in ("", "0.0.0.0", "::") else host

@@ -1,52 +1,27 @@
-"""The QoS options of `zonegate node` and `zonegate serve`: the object-store budget and the
-classes' weights and floors (docs/qos.md), parsed into `QosSettings`."""
+"""The QoS rows of settings.py: the object-store budget and the I/O classes' weights and
+floors, made into `QosSettings` (docs/qos.md); client quotas' windows and the Kafka
+listener's memory bounds beside them."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from zonegate.broker.startup import StartupError
+from zonegate.broker.setting_types import (
+    KAFKA_MAX_INT,
+    MS,
+    REQUEST_MAX_BYTES,
+    Setting,
+    at_least,
+    bytes_or_unbounded,
+)
 from zonegate.qos.admission import QosSettings
 from zonegate.qos.scheduler import DEFAULT_POLICIES, Budget, ClassPolicy, check_policies
 from zonegate.runtime.io_class import IO_CLASSES
 
-# argparse dest -> config file key (broker/config_file.py's KEYS takes these in).
-QOS_KEYS = {
-    "qos_put_bytes_per_s": "zonegate.qos.put.bytes.per.s",
-    "qos_put_requests_per_s": "zonegate.qos.put.requests.per.s",
-    "qos_put_in_flight": "zonegate.qos.put.in.flight",
-    "qos_get_bytes_per_s": "zonegate.qos.get.bytes.per.s",
-    "qos_get_requests_per_s": "zonegate.qos.get.requests.per.s",
-    "qos_get_in_flight": "zonegate.qos.get.in.flight",
-    "qos_weights": "zonegate.qos.weights",
-    "qos_floors": "zonegate.qos.floors",
-    "qos_tail_window_ms": "zonegate.qos.tail.window.ms",
-    "quota_window_num": "quota.window.num",
-    "quota_window_size_seconds": "quota.window.size.seconds",
-    "queued_max_request_bytes": "queued.max.request.bytes",
-    "max_connections": "max.connections",
-    "max_connections_per_ip": "max.connections.per.ip",
-}
-_KAFKA_MAX_INT = 2_147_483_647
-_DEFAULT_IN_FLIGHT = 64
+DEFAULT_QOS = QosSettings()  # the settings' defaults
 
 
-def _non_negative(kind: type[int] | type[float]) -> Any:
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {kind.__name__}, got {text!r}") from None
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
-        return value
-
-    parse.__name__ = kind.__name__
-    return parse
-
-
-def _per_class(text: str) -> dict[str, float]:
+def per_class(text: str) -> dict[str, float]:
     """`produce=50,compaction=10`: values for some classes (the others keep theirs)."""
     out: dict[str, float] = {}
     for part in text.split(","):
@@ -65,136 +40,137 @@ def _per_class(text: str) -> dict[str, float]:
     return out
 
 
-_per_class.__name__ = "CLASS=NUMBER list"
+per_class.__name__ = "CLASS=NUMBER list"
 
 
-def add_qos_args(p: argparse.ArgumentParser) -> None:
-    for lane, what in (("put", "PUTs (and LISTs and DeleteObjects)"), ("get", "GETs")):
-        p.add_argument(
+def _qos_lane(lane: str, what: str) -> tuple[Setting, ...]:
+    """One lane of the object-store budget: PUTs (and LISTs and deletes), or GETs."""
+    key = f"zonegate.qos.{lane}"
+    default = getattr(DEFAULT_QOS, lane)
+    return (
+        Setting(
             f"--qos-{lane}-bytes-per-s",
-            metavar="BYTES",
-            type=_non_negative(float),
-            default=0.0,
-            help=f"object-store budget of this node's {what} in bytes per second, shared by "
-            "the I/O classes by weight and floor (default 0: no limit)",
-        )
-        p.add_argument(
+            f"{key}.bytes.per.s",
+            default.bytes_per_s,
+            f"object-store budget of this node's {what} in bytes per second, shared by "
+            "the I/O classes by weight and floor (default {default}: no limit)",
+            at_least(0, float),
+            "BYTES",
+            into=None,
+        ),
+        Setting(
             f"--qos-{lane}-requests-per-s",
-            metavar="N",
-            type=_non_negative(float),
-            default=0.0,
-            help=f"object-store budget of this node's {what} in requests per second "
-            "(default 0: no limit)",
-        )
-        p.add_argument(
+            f"{key}.requests.per.s",
+            default.requests_per_s,
+            f"object-store budget of this node's {what} in requests per second "
+            "(default {default}: no limit)",
+            at_least(0, float),
+            "N",
+            into=None,
+        ),
+        Setting(
             f"--qos-{lane}-in-flight",
-            metavar="N",
-            type=_non_negative(int),
-            default=_DEFAULT_IN_FLIGHT,
-            help=f"most {what} under way at once; the others wait in the scheduler's queues, "
-            f"by class (default {_DEFAULT_IN_FLIGHT}; 0: no limit)",
-        )
-    weights = ",".join(f"{c}={p.weight:g}" for c, p in DEFAULT_POLICIES.items())
-    floors = ",".join(f"{c}={p.floor:g}" for c, p in DEFAULT_POLICIES.items())
-    p.add_argument(
+            f"{key}.in.flight",
+            default.max_in_flight,
+            f"most {what} under way at once; the others wait in the scheduler's queues, "
+            "by class (default {default}; 0: no limit)",
+            at_least(0, int),
+            "N",
+            into=None,
+        ),
+    )
+
+
+def _per_class_default(what: str) -> str:
+    return ",".join(f"{c}={getattr(p, what):g}" for c, p in DEFAULT_POLICIES.items())
+
+
+QOS_SETTINGS: tuple[Setting, ...] = (
+    # The object-store scheduler (docs/qos.md).
+    *_qos_lane("put", "PUTs (and LISTs and DeleteObjects)"),
+    *_qos_lane("get", "GETs"),
+    Setting(
         "--qos-weights",
-        metavar="CLASS=W,...",
-        type=_per_class,
-        default={},
-        help="each I/O class's weight: classes waiting share the budget in these "
-        f"proportions (default {weights})",
-    )
-    p.add_argument(
+        "zonegate.qos.weights",
+        {},
+        "each I/O class's weight: classes waiting share the budget in these "
+        f"proportions (default {_per_class_default('weight')})",
+        per_class,
+        "CLASS=W,...",
+        into=None,
+    ),
+    Setting(
         "--qos-floors",
-        metavar="CLASS=F,...",
-        type=_per_class,
-        default={},
-        help="each I/O class's floor: the least share of the budget it gets while it waits, "
-        f"whatever the weights; at most 1 in all (default {floors})",
-    )
-    p.add_argument(
+        "zonegate.qos.floors",
+        {},
+        "each I/O class's floor: the least share of the budget it gets while it waits, "
+        f"whatever the weights; at most 1 in all (default {_per_class_default('floor')})",
+        per_class,
+        "CLASS=F,...",
+        into=None,
+    ),
+    Setting(
         "--qos-tail-window-ms",
-        metavar="MS",
-        type=_non_negative(int),
-        default=60_000,
-        help="a Fetch's object-store read of data appended less than this ago is a tail "
-        "read (class tail_fetch), else a catch-up read (catch_up_fetch) (default 60000)",
-    )
-
-
-def add_quota_args(p: argparse.ArgumentParser) -> None:
-    """Kafka's settings of client quotas' rates (docs/qos.md)."""
-    p.add_argument(
+        "zonegate.qos.tail.window.ms",
+        60_000,
+        "a Fetch's object-store read of data appended less than this ago is a tail "
+        "read (class tail_fetch), else a catch-up read (catch_up_fetch) (default {default})",
+        **MS,
+    ),
+    # Client quotas' rates (docs/qos.md).
+    Setting(
         "--quota-window-num",
-        metavar="N",
-        type=_at_least_one,
-        default=11,
-        help="quota.window.num: how many samples a client's rate is measured over, for its "
-        "quotas (default 11, Kafka's)",
-    )
-    p.add_argument(
+        "quota.window.num",
+        11,
+        "quota.window.num: how many samples a client's rate is measured over, for its "
+        "quotas (default {default}, Kafka's)",
+        at_least(1, int),
+        "N",
+    ),
+    Setting(
         "--quota-window-size-seconds",
-        metavar="S",
-        type=_at_least_one,
-        default=1,
-        help="quota.window.size.seconds: how long each sample of a client's rate lasts "
-        "(default 1, Kafka's)",
-    )
-
-
-def add_memory_args(p: argparse.ArgumentParser) -> None:
-    """Kafka's bounds on what the listener holds (docs/qos.md)."""
-    p.add_argument(
+        "quota.window.size.seconds",
+        1,
+        "quota.window.size.seconds: how long each sample of a client's rate lasts "
+        "(default {default}, Kafka's)",
+        at_least(1, int),
+        "S",
+        into="quota_window_size_s",
+    ),
+    # The Kafka listener's memory bounds (docs/qos.md).
+    Setting(
         "--queued-max-request-bytes",
-        metavar="BYTES",
-        type=_bytes_or_unbounded,
-        default=104_857_600,
-        help="queued.max.request.bytes: the most bytes of requests read and not yet "
+        "queued.max.request.bytes",
+        REQUEST_MAX_BYTES,
+        "queued.max.request.bytes: the most bytes of requests read and not yet "
         "answered; beyond it connections are not read until answers free memory (default "
-        "104857600, socket.request.max.bytes's default; -1: no bound, Kafka's default)",
-    )
-    p.add_argument(
+        "{default}, socket.request.max.bytes's default; -1: no bound, Kafka's default)",
+        bytes_or_unbounded,
+        "BYTES",
+    ),
+    Setting(
         "--max-connections",
-        metavar="N",
-        type=_at_least_one,
-        default=_KAFKA_MAX_INT,
-        help="max.connections: Kafka client connections the node keeps open at most; one "
-        f"more is closed at once (default {_KAFKA_MAX_INT}, Kafka's)",
-    )
-    p.add_argument(
+        "max.connections",
+        KAFKA_MAX_INT,
+        "max.connections: Kafka client connections the node keeps open at most; one "
+        "more is closed at once (default {default}, Kafka's)",
+        at_least(1, int),
+        "N",
+    ),
+    Setting(
         "--max-connections-per-ip",
-        metavar="N",
-        type=_at_least_one,
-        default=_KAFKA_MAX_INT,
-        help="max.connections.per.ip: connections from one address at most; one more is "
-        f"closed at once (default {_KAFKA_MAX_INT}, Kafka's)",
-    )
-
-
-def _bytes_or_unbounded(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected int, got {text!r}") from None
-    if value < 1 and value != -1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, or -1 for no bound; got {text}")
-    return value
-
-
-_bytes_or_unbounded.__name__ = "int"
-
-
-def _at_least_one(text: str) -> int:
-    value: int = _non_negative(int)(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
-
-
-_at_least_one.__name__ = "int"
+        "max.connections.per.ip",
+        KAFKA_MAX_INT,
+        "max.connections.per.ip: connections from one address at most; one more is "
+        "closed at once (default {default}, Kafka's)",
+        at_least(1, int),
+        "N",
+    ),
+)
 
 
 def qos_from_args(args: argparse.Namespace) -> QosSettings:
+    """ValueError for weights and floors the scheduler cannot honour."""
     policies = {
         c: ClassPolicy(
             args.qos_weights.get(c, p.weight),
@@ -205,7 +181,7 @@ def qos_from_args(args: argparse.Namespace) -> QosSettings:
     try:
         check_policies(policies)
     except ValueError as exc:
-        raise StartupError(f"--qos-weights/--qos-floors: {exc}") from None
+        raise ValueError(f"--qos-weights/--qos-floors: {exc}") from None
     return QosSettings(
         put=Budget(args.qos_put_bytes_per_s, args.qos_put_requests_per_s, args.qos_put_in_flight),
         get=Budget(args.qos_get_bytes_per_s, args.qos_get_requests_per_s, args.qos_get_in_flight),
