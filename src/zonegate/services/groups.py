@@ -30,7 +30,7 @@ from zonegate.coordinator.classic import JoinRequest, JoinResult, SyncResult
 from zonegate.coordinator.consumer_group import HeartbeatRequest, HeartbeatResult
 from zonegate.coordinator.describe import ClassicGroupDescription, ConsumerGroupDescription
 from zonegate.coordinator.service import GroupCoordinator, GroupSummary, OffsetToCommit
-from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
+from zonegate.leader_forwarder.api import LeaderUnavailable
 from zonegate.metastore.models import CommittedOffset
 from zonegate.runtime.clock import Clock
 from zonegate.services import group_wire

@@ -36,8 +36,7 @@ from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.leader_forwarder.api import Leader
-from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
+from zonegate.leader_forwarder.api import Leader, LeaderUnavailable
 from zonegate.metastore.models import TopicInfo
 from zonegate.records.batch import CorruptBatch, iter_batches, patch_batch
 from zonegate.records.decode import Record, decode_records
