@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from kio.schema.errors import ErrorCode
 
+from zonegate.leader_forwarder.api import LeaderUnavailable
 from zonegate.leader_forwarder.directory import LeaderDirectory
-from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
 from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.leader_forwarder.messages import ANY_EPOCH, AppendBatch, AppendResult
 from zonegate.metastore.models import MetaStoreUnavailable, PartitionInfo

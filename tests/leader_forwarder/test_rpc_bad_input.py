@@ -18,7 +18,8 @@ import grpc
 import pytest
 from kio.schema.errors import ErrorCode
 
-from zonegate.leader_forwarder.grpc_client import LeaderUnavailable, RemoteLeader
+from zonegate.leader_forwarder.api import LeaderUnavailable
+from zonegate.leader_forwarder.grpc_client import RemoteLeader
 from zonegate.leader_forwarder.grpc_server import start_leader_server
 from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.leader_forwarder.messages import ANY_EPOCH, AppendBatch

@@ -192,7 +192,7 @@ class Node:
         self.groups = RoutedGroups(
             self.coordinator,
             config.node_id,
-            self.cluster.group_owner,
+            self.cluster,
             self.peers.client,
             clock,
             owner_wait_s=config.lease_ms / 1000 + 2.0,
@@ -238,9 +238,7 @@ class Node:
             topics=self.catalog,
             produce=self.produce,
             fetch=ReadService(
-                self.catalog.get,
-                self.catalog.lookup,
-                self.catalog.config,
+                self.catalog,
                 self.leader,
                 self.reader,
                 self.meta,

@@ -32,8 +32,7 @@ from typing import TypeVar
 from kio.schema.errors import ErrorCode
 
 from zonegate.kafka_errors import LEADER_MOVED, OUTCOME_UNKNOWN
-from zonegate.leader_forwarder.api import Leader
-from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
+from zonegate.leader_forwarder.api import Leader, LeaderUnavailable
 from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
 from zonegate.metastore.models import PartitionInfo
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock

@@ -1,9 +1,10 @@
 """A remote partition leader over gRPC, with deadlines, retries and high-watermark watches.
 
-Only transient transport failures are retried (UNAVAILABLE, DEADLINE_EXCEEDED
-on reads); an Append is retried only when the call never reached the leader's
-handler is not known, which is safe because the leader de-duplicates idempotent
-producers' batches and fences stale leader epochs. Answers naming a moved
+Only transient transport failures are retried (UNAVAILABLE, DEADLINE_EXCEEDED),
+Appends included although whether the call reached the leader's handler is not
+known, which is safe because the leader de-duplicates idempotent producers'
+batches and fences stale leader epochs; past the retries the call raises the
+contract's LeaderUnavailable (leader_forwarder/api.py). Answers naming a moved
 partition (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH) go back to the caller,
 which refreshes its view of leaders and tries the new one.
 """
@@ -19,6 +20,7 @@ from typing import Any, TypeVar
 import grpc
 from kio.schema.errors import ErrorCode
 
+from zonegate.leader_forwarder.api import LeaderUnavailable
 from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
 from zonegate.leader_forwarder.proto import leader_pb2_grpc as pb_grpc
@@ -31,14 +33,6 @@ _RETRIABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 
 # bytes_hook(bytes_out, bytes_in) counts what this node sends and receives.
 BytesHook = Callable[[int, int], None]
-
-
-class LeaderUnavailable(Exception):
-    def __init__(self, message: str, *, unreachable: bool = False) -> None:
-        super().__init__(message)
-        # UNAVAILABLE: the node could not be reached (down, refusing connections),
-        # as opposed to reached and slow (DEADLINE_EXCEEDED) or failing.
-        self.unreachable = unreachable
 
 
 def entry_from_pb(e: Any) -> IndexEntry:
@@ -189,6 +183,8 @@ class RemoteLeader:
                 request, timeout=timeout_s, metadata=self._metadata
             )
         except grpc.aio.AioRpcError as exc:
+            # UNAVAILABLE: the node could not be reached (down, refusing connections),
+            # as opposed to reached and slow (DEADLINE_EXCEEDED) or failing.
             raise LeaderUnavailable(
                 f"coordinator {self.target}: {exc.code().name}",
                 unreachable=exc.code() == grpc.StatusCode.UNAVAILABLE,

@@ -20,8 +20,8 @@ import grpc
 from google.protobuf.message import DecodeError
 from kio.schema.errors import ErrorCode
 
+from zonegate.leader_forwarder.api import Leader
 from zonegate.leader_forwarder.grpc_client import TOKEN_HEADER
-from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.leader_forwarder.messages import AppendBatch
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
 from zonegate.leader_forwarder.proto import leader_pb2_grpc as pb_grpc
@@ -50,7 +50,9 @@ GroupCallHandler = Callable[[bytes], Awaitable[bytes]]
 class LeaderServicer(pb_grpc.LeaderServicer):
     def __init__(
         self,
-        leader: LeaderService,
+        # This node's own leader (leader.py's LeaderService), never the directory: a
+        # call that reached this node is served here or answered as moved, not passed on.
+        leader: Leader,
         on_bytes: Any = None,
         group_call: GroupCallHandler | None = None,
         token: str = "",
@@ -298,7 +300,7 @@ async def _refuse(context: Any, request: Any, reason: str) -> None:
 
 
 async def start_leader_server(
-    leader: LeaderService,
+    leader: Leader,
     host: str,
     port: int,
     on_bytes: Any = None,

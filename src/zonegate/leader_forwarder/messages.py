@@ -1,7 +1,7 @@
 """What crosses between a proxy and a partition's leader: batch summaries, never record data.
 
-These are the in-process shapes of the contract the gRPC service carries
-between nodes (docs/leader-protocol.md).
+These are the in-process shapes of the contract (leader_forwarder/api.py) that
+the gRPC service carries between nodes (docs/leader-protocol.md).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from zonegate.coordinator.classic import JoinRequest, JoinResult, SyncResult
 from zonegate.coordinator.consumer_group import HeartbeatRequest, HeartbeatResult
 from zonegate.coordinator.describe import ClassicGroupDescription, ConsumerGroupDescription
 from zonegate.coordinator.service import GroupCoordinator, GroupSummary, OffsetToCommit
-from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
+from zonegate.leader_forwarder.api import LeaderUnavailable
 from zonegate.metastore.models import CommittedOffset
 from zonegate.runtime.clock import Clock
 from zonegate.services import group_wire
@@ -62,10 +62,19 @@ _NOT_COORDINATOR: dict[str, Callable[..., Any]] = {
 }
 
 
+class GroupOwners(Protocol):
+    """Which node coordinates each group (services/cluster.py's NodeCluster)."""
+
+    def group_owner(self, group_id: str) -> int: ...
+
+
 class GroupPeer(Protocol):
     """Another node, as far as group calls go (leader_forwarder/grpc_client.py)."""
 
-    async def group_call(self, payload: bytes, *, timeout_s: float) -> bytes: ...
+    async def group_call(self, payload: bytes, *, timeout_s: float) -> bytes:
+        """The answer's payload; raises LeaderUnavailable (leader_forwarder/api.py),
+        `unreachable` set when the node could not be reached at all."""
+        ...
 
 
 class RoutedGroups:
@@ -75,7 +84,7 @@ class RoutedGroups:
         self,
         coordinator: GroupCoordinator,
         node_id: int,
-        owner_of: Callable[[str], int],
+        owners: GroupOwners,
         peer: Callable[[int], GroupPeer | None],
         clock: Clock,
         *,
@@ -97,7 +106,8 @@ class RoutedGroups:
             "describe_consumer": functools.partial(consumer_service.describe, coordinator),
         }
         self._me = node_id
-        self._owner_of = owner_of
+        self._owners = owners
+        # The link to another node by id, None for a node not in the membership.
         self._peer = peer
         self._clock = clock
         self._owner_wait_s = owner_wait_s
@@ -113,7 +123,7 @@ class RoutedGroups:
         unreachable: int | None = None
         delay = 0.05
         while True:
-            owner = self._owner_of(group_id)
+            owner = self._owners.group_owner(group_id)
             if owner == self._me:
                 return await self._local[method](group_id, *args, **kwargs)
             peer = self._peer(owner) if owner != unreachable else None
@@ -142,7 +152,7 @@ class RoutedGroups:
         method, args, kwargs = group_wire.decode_call(payload)
         if method not in _NOT_COORDINATOR or not args or not isinstance(args[0], str):
             raise group_wire.BadPayload(f"no group call {method!r}")
-        if self._owner_of(args[0]) != self._me:
+        if self._owners.group_owner(args[0]) != self._me:
             result = _NOT_COORDINATOR[method](*args, **kwargs)
         else:
             result = await self._local[method](*args, **kwargs)

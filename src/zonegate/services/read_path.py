@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.leader_forwarder.api import Leader
-from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
+from zonegate.leader_forwarder.api import Leader, LeaderUnavailable
 from zonegate.metastore.models import TopicInfo
 from zonegate.records.batch import CorruptBatch, iter_batches, patch_batch
 from zonegate.records.decode import Record, decode_records
@@ -58,7 +57,25 @@ UNDEFINED = -1
 TAIL_WINDOW_MS = 60_000
 
 
+class ReadCatalog(Protocol):
+    """What the read path asks of the node's topics (services/catalog.py's Catalog)."""
+
+    def get(self, name: str) -> TopicInfo | None:
+        """The topic as this node knows it, without a metadata-store read."""
+        ...
+
+    async def lookup(self, name: str) -> TopicInfo | None:
+        """The topic, also when another node made it since this node last looked."""
+        ...
+
+    def config(self, topic: TopicInfo, name: str) -> str:
+        """The value of topic config `name` in force for `topic`."""
+        ...
+
+
 class EpochHistory(Protocol):
+    """Where each leader epoch of a partition ended (storage's StreamStore)."""
+
     async def epoch_end_offset(self, stream_id: int, epoch: int) -> tuple[int, int] | None: ...
 
 
@@ -82,9 +99,7 @@ class _Part:
 class ReadService:
     def __init__(
         self,
-        topics: Callable[[str], TopicInfo | None],
-        lookup: Callable[[str], Awaitable[TopicInfo | None]],
-        config: Callable[[TopicInfo, str], str],
+        catalog: ReadCatalog,
         leaders: Leader,
         reader: StreamReader,
         epochs: EpochHistory,
@@ -92,9 +107,7 @@ class ReadService:
         *,
         tail_window_ms: int = TAIL_WINDOW_MS,
     ) -> None:
-        self._topics = topics
-        self._lookup = lookup
-        self._config = config
+        self._catalog = catalog
         self._leaders = leaders
         self._reader = reader
         self._epochs = epochs
@@ -118,7 +131,7 @@ class ReadService:
         parts: list[_Part] = []
         for fp in partitions:
             part = _Part(FetchedPartition(fp.topic, fp.partition), fp.offset, fp.max_bytes)
-            topic = self._topics(fp.topic)
+            topic = self._catalog.get(fp.topic)
             if topic is None or not 0 <= fp.partition < len(topic.partitions):
                 part.answer.error = ErrorCode.unknown_topic_or_partition
             else:
@@ -216,7 +229,7 @@ class ReadService:
 
     # -- offsets -----------------------------------------------------------------
     async def _stream(self, topic: str, partition: int) -> tuple[int, TopicInfo] | None:
-        info = await self._lookup(topic)
+        info = await self._catalog.lookup(topic)
         if info is None or not 0 <= partition < len(info.partitions):
             return None
         return info.partitions[partition].stream_id, info
@@ -228,7 +241,7 @@ class ReadService:
         if found is None:
             return OffsetAnswer(ErrorCode.unknown_topic_or_partition)
         sid, info = found
-        limit = int(self._config(info, "max.message.bytes"))
+        limit = int(self._catalog.config(info, "max.message.bytes"))
         try:
             return await self._by_time(sid, timestamp, limit, max_timestamp_allowed)
         except (UnknownStream, LeaderUnavailable) as exc:

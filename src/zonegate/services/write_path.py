@@ -19,7 +19,7 @@ from typing import Protocol
 from kio.schema.errors import ErrorCode
 
 from zonegate.kafka_errors import OUTCOME_UNKNOWN
-from zonegate.leader_forwarder.grpc_client import LeaderUnavailable
+from zonegate.leader_forwarder.api import LeaderUnavailable
 from zonegate.leader_forwarder.messages import ANY_EPOCH, AppendBatch, AppendResult
 from zonegate.metastore.api import ProducerIds
 from zonegate.metastore.models import TopicInfo
