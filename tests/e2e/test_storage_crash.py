@@ -22,7 +22,7 @@ from tests.e2e.clients import ck_read_to_end, ck_watermarks, wait_until
 from tests.e2e.conftest import NodeFactory
 from tests.node_harness import RunningNode
 from tests.s3_server import FAKE_AWS_ENV, MotoS3Server
-from zonegate.storage.gc import unit_of
+from zonegate.maintenance.gc import unit_of
 
 pytestmark = pytest.mark.e2e
 

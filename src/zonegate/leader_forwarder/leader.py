@@ -37,7 +37,7 @@ from zonegate.storage.index import (
     StreamStore,
     UnknownStream,
 )
-from zonegate.storage.segments import SegmentSummary, retention_start
+from zonegate.storage.segments import Segment, SegmentSummary
 from zonegate.storage.stream_objects import is_stream_key
 
 log = logging.getLogger(__name__)
@@ -90,11 +90,13 @@ class _Partition:
 
 
 @dataclass(frozen=True, slots=True)
-class RetentionRule:
-    """A topic's retention configs in force (Kafka's meanings; -1 turns a limit off)."""
+class HeadView:
+    """What retention decides on: the partition's segments (oldest first) and offsets."""
 
-    retention_ms: int
-    retention_bytes: int
+    leader_epoch: int
+    log_start_offset: int
+    high_watermark: int
+    segments: tuple[Segment, ...]
 
 
 @dataclass
@@ -467,21 +469,24 @@ class LeaderService:
             return ErrorCode.offset_out_of_range, p.log_start_offset
         return await self._truncate(p, offset)
 
-    async def apply_retention(self, stream_id: int, rule: RetentionRule) -> tuple[int, int]:
-        """Kafka's retention over the partition's segments (docs/storage.md); the index
-        entries and bytes it dropped."""
+    async def head(self, stream_id: int) -> HeadView:
         p = await self._partition(stream_id)
-        now = self._clock.wall_ms()
-        start = retention_start(
-            p.summary.segments, p.high_watermark, now, rule.retention_ms, rule.retention_bytes
+        return HeadView(
+            p.leader_epoch,
+            p.log_start_offset,
+            p.high_watermark,
+            tuple(p.summary.segments),
         )
-        if start is None or start <= p.log_start_offset:
-            return 0, 0
-        segments, size = len(p.summary.segments), p.summary.total_bytes
-        error, _ = await self._truncate(p, start)
-        if error != ErrorCode.none:
-            return 0, 0
-        return segments - len(p.summary.segments), size - p.summary.total_bytes
+
+    async def truncate(self, stream_id: int, leader_epoch: int, offset: int) -> bool:
+        """Moves the log start up to `offset` (at most the high watermark of a `head`
+        taken at `leader_epoch`); False when the partition is no longer led at that
+        epoch, and nothing changed."""
+        p = await self._partition(stream_id)
+        if p.leader_epoch != leader_epoch:
+            return False  # reloaded at another epoch: the next pass decides again
+        error, _ = await self._truncate(p, offset)
+        return error == ErrorCode.none
 
     async def _truncate(self, p: _Partition, offset: int) -> tuple[ErrorCode, int]:
         try:
@@ -507,7 +512,7 @@ class LeaderService:
         """Bytes of stored batches of the partitions this leader holds."""
         return sum(p.summary.total_bytes for p in self._partitions.values())
 
-    # -- compaction (leader_forwarder/compactor.py) --------------------------
+    # -- compaction (maintenance/compaction.py) --------------------------
     async def tail(self, stream_id: int) -> tuple[int, list[IndexEntry]]:
         """(leader epoch, the entries still in WAL objects, in offset order)."""
         p = await self._partition(stream_id)

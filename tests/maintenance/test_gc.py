@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.storage.fakes import MemoryStore
+from zonegate.maintenance.gc import GcSettings, ObjectGc
 from zonegate.metastore.sqlite import SqliteMetaStore
 from zonegate.runtime.clock import ManualClock
-from zonegate.storage.gc import GcSettings, ObjectGc
 from zonegate.storage.index import IndexEntry, PartitionCommit
 from zonegate.storage.objects import ObjectInfo
 
