@@ -15,7 +15,7 @@ import functools
 from dataclasses import dataclass
 from typing import Protocol
 
-from zonegate.leader_forwarder.leader import KAFKA_SEGMENTING
+from zonegate.leader_forwarder.partitions import KAFKA_SEGMENTING
 from zonegate.metastore.models import PartitionInfo, TopicInfo
 from zonegate.storage.cleaner import CleanerConfig, is_compacted
 
