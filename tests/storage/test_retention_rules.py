@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from zonegate.maintenance.retention import retention_start
 from zonegate.storage.index import IndexEntry, StreamIndex
-from zonegate.storage.segments import Segment, SegmentSummary, retention_start
+from zonegate.storage.segments import Segment, SegmentSummary
 
 pytestmark = pytest.mark.unit
 

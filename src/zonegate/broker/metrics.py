@@ -302,7 +302,8 @@ def _error_name(code: int) -> str:
 def _storage_metrics(node: Node, node_id: str) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
     """Retention and object GC (docs/storage.md). GC runs on the controller only: the
     object counts are as of that node's last pass, and zero on the others."""
-    gc, ret, comp = node.gc.stats, node.retention.stats, node.compactor.stats
+    jobs = node.maintenance
+    gc, ret, comp = jobs.gc.stats, jobs.retention.stats, jobs.compactor.stats
     objects = GaugeMetricFamily(
         "zonegate_storage_objects",
         "Objects in the store by kind, as of the last GC pass",
@@ -394,19 +395,19 @@ def _storage_metrics(node: Node, node_id: str) -> Iterator[CounterMetricFamily |
         (
             "zonegate_cleaning_runs",
             "Key-based cleanings of compacted partitions swapped in",
-            node.compactor.cleaning.cleanings,
+            jobs.compactor.cleaning.cleanings,
             CounterMetricFamily,
         ),
         (
             "zonegate_cleaning_read_bytes",
             "Bytes of batches key-based cleaning read and rewrote",
-            node.compactor.cleaning.bytes_read,
+            jobs.compactor.cleaning.bytes_read,
             CounterMetricFamily,
         ),
         (
             "zonegate_cleaning_written_bytes",
             "Bytes of cleaned stream objects written",
-            node.compactor.cleaning.bytes_written,
+            jobs.compactor.cleaning.bytes_written,
             CounterMetricFamily,
         ),
         (

@@ -15,7 +15,6 @@ incarnation, or refuses to start (node_identity.py).
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 
 import grpc
@@ -37,14 +36,17 @@ from zonegate.broker.usage import UsageWriter
 from zonegate.coordinator.classic import GroupConfig
 from zonegate.coordinator.consumer_group import ConsumerGroupSettings
 from zonegate.coordinator.service import GroupCoordinator
-from zonegate.leader_forwarder.compactor import CompactionSettings, Compactor, Target
 from zonegate.leader_forwarder.directory import LeaderDirectory
 from zonegate.leader_forwarder.grpc_server import start_leader_server
-from zonegate.leader_forwarder.leader import KAFKA_SEGMENTING, LeaderService
+from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.leader_forwarder.moves import forget_moved
 from zonegate.leader_forwarder.peers import LeaderPeers
+from zonegate.maintenance.compaction import CompactionSettings
+from zonegate.maintenance.gc import GcSettings
+from zonegate.maintenance.jobs import MaintenanceSettings, StorageMaintenance
+from zonegate.maintenance.targets import LedPartitions
 from zonegate.metastore.api import MetaStore, open_metastore
-from zonegate.metastore.models import NodeRecord, PartitionInfo, TopicInfo
+from zonegate.metastore.models import NodeRecord, PartitionInfo
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.server import KafkaServer, ListenerConfig
 from zonegate.qos.admission import QosScheduler
@@ -59,11 +61,8 @@ from zonegate.services.cluster import ClusterSettings, NodeCluster
 from zonegate.services.groups import RoutedGroups
 from zonegate.services.quotas import QuotaService
 from zonegate.services.read_path import ReadService
-from zonegate.services.retention import RetentionService
 from zonegate.services.write_path import ProduceService
 from zonegate.storage.block_cache import BlockCache
-from zonegate.storage.cleaner import CleanerConfig, is_compacted
-from zonegate.storage.gc import GcSettings, ObjectGc
 from zonegate.storage.log_cache import LogCache
 from zonegate.storage.objects import ObjectNotFound
 from zonegate.storage.reader import StreamReader
@@ -94,7 +93,6 @@ class Node:
         self.block_cache = BlockCache(config.block_cache_bytes)
         self.reader = StreamReader(self.store, self.log_cache, block_cache=self.block_cache)
         self.accounting = Accounting(config.node_id, config.zone)
-        self.local_leader = LeaderService(self.meta, clock, self._segmenting)
         self.lock = DataDirLock(config.data_dir)
         self.incarnation = new_incarnation()
         # Set when another incarnation took this node's lease (we are a zombie): the
@@ -119,9 +117,11 @@ class Node:
             self._place,
             default_partitions=config.default_partitions,
             auto_create=config.auto_create_topics,
-            on_deleted=self._on_topic_deleted,
+            on_deleted=lambda topic: self.maintenance.on_topic_deleted(topic),
             node_id=config.node_id,
         )
+        self.led = LedPartitions(self.catalog, config.node_id)
+        self.local_leader = LeaderService(self.meta, clock, self.led.segmenting)
         self.catalog.listeners.append(
             forget_moved(self.local_leader, config.node_id, self.catalog.by_stream)
         )
@@ -197,36 +197,27 @@ class Node:
             clock,
             owner_wait_s=config.lease_ms / 1000 + 2.0,
         )
-        # Set when this node let go of data (retention, a deleted topic): object GC runs
-        # at once, so what it frees waits only its grace, not a GC interval besides.
-        self._gc_wake = asyncio.Event()
-        self.retention = RetentionService(
-            config.node_id,
-            self.catalog.partitions,
-            self.catalog.get,
-            self.catalog.config,
+        self.maintenance = StorageMaintenance(
+            self.led,
             self.local_leader,
-            on_dropped=self._gc_wake.set,
-        )
-        self.compactor = Compactor(
-            self.local_leader,
-            self.store,
-            self.reader.read,
-            self._compaction_targets,
-            clock,
-            CompactionSettings(
-                stream_object_bytes=config.stream_object_bytes,
-                max_delay_ms=config.compaction_max_delay_ms,
-            ),
-        )
-        self.gc = ObjectGc(
             self.store,
             self.meta,
+            self.reader.read,
+            lambda: self.controller.is_active,
             clock,
-            GcSettings(
-                unreferenced_grace_ms=config.segment_delete_delay_ms,
-                orphan_grace_ms=config.gc_orphan_grace_ms,
-                usage_retention_ms=config.usage_retention_days * 86_400_000,
+            MaintenanceSettings(
+                retention_interval_s=config.retention_check_interval_ms / 1000,
+                compaction_interval_s=config.compaction_interval_ms / 1000,
+                gc_interval_s=config.gc_interval_ms / 1000,
+                compaction=CompactionSettings(
+                    stream_object_bytes=config.stream_object_bytes,
+                    max_delay_ms=config.compaction_max_delay_ms,
+                ),
+                gc=GcSettings(
+                    unreferenced_grace_ms=config.segment_delete_delay_ms,
+                    orphan_grace_ms=config.gc_orphan_grace_ms,
+                    usage_retention_ms=config.usage_retention_days * 86_400_000,
+                ),
             ),
         )
         self.quotas = QuotaService(
@@ -281,32 +272,6 @@ class Node:
     def _place(self, count: int, current: list[int]) -> list[int]:
         return place(count, self.membership.live_nodes(), current)
 
-    def _segmenting(self, stream_id: int) -> tuple[int, int]:
-        """(segment.ms, segment.bytes) in force for the partition's topic."""
-        p = self.catalog.by_stream(stream_id)
-        topic = self.catalog.get(p.topic) if p is not None else None
-        if topic is None:
-            return KAFKA_SEGMENTING
-        config = self.catalog.config
-        return int(config(topic, "segment.ms")), int(config(topic, "segment.bytes"))
-
-    def _compaction_targets(self) -> list[Target]:
-        """The partitions this node leads, with their topics' segmenting, and a compacted
-        topic's cleaning configs."""
-        out = []
-        config = self.catalog.config
-        for p in self.catalog.partitions():
-            if p.leader_node == self.config.node_id:
-                topic = self.catalog.get(p.topic)
-                cleaning = None
-                if topic is not None and is_compacted(config(topic, "cleanup.policy")):
-                    cleaning = CleanerConfig.of(functools.partial(config, topic))
-                out.append(Target(p.stream_id, *self._segmenting(p.stream_id), cleaning))
-        return out
-
-    def _on_topic_deleted(self, topic: TopicInfo) -> None:
-        self.local_leader.forget(p.stream_id for p in topic.partitions)
-        self._gc_wake.set()
 
     async def refresh_catalog(self) -> None:
         await self.membership.renew()
@@ -315,11 +280,6 @@ class Node:
     async def _refresh(self) -> None:
         await self.catalog.refresh()
         self.coordinator.forget(lambda gid: self.cluster.group_owner(gid) == self.config.node_id)
-
-    async def _gc(self) -> None:
-        """Object GC, on the one node holding the controller lease."""
-        if self.controller.is_active:
-            await self.gc.run_once()
 
     def _on_fenced_from_thread(self) -> None:
         if self._loop is not None:
@@ -415,17 +375,7 @@ class Node:
         sup.every("catalog refresh", self.config.heartbeat_s / 2, self._refresh)
         # Quotas another node changed apply here within a second or two.
         sup.every("client quotas", 2 * self.config.heartbeat_s, self.quotas.refresh)
-        sup.every(
-            "retention", self.config.retention_check_interval_ms / 1000, self.retention.run_once
-        )
-        sup.every("compaction", self.config.compaction_interval_ms / 1000, self.compactor.run_once)
-        sup.every(
-            "object gc",
-            self.config.gc_interval_ms / 1000,
-            self._gc,
-            wake=self._gc_wake,
-            next_in=self.gc.next_pass_in,
-        )
+        self.maintenance.schedule(sup)
         # One small object per node, read back every few seconds: a GET costs a
         # fraction of a LIST, and proves reads work, not only that the host answers.
         self._probe_key = f"health/node-{self.config.node_id}"

@@ -6,7 +6,7 @@
   index entries and producer state, committed together, fenced by epoch.
 - `ProducerIds`: producer id allocation (InitProducerId).
 - `GroupStore`: consumer groups' state and committed offsets.
-- `GcStore` (storage/index.py, for storage/gc.py): which objects entries still name,
+- `GcStore` (storage/index.py, for maintenance/gc.py): which objects entries still name,
   and object GC's pending list.
 - `QuotaStore`: Kafka's client quotas (AlterClientQuotas), by entity.
 

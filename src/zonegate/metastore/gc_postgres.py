@@ -1,4 +1,4 @@
-"""Object GC's questions to the PostgreSQL store: `GcStore` (storage/gc.py), statement by
+"""Object GC's questions to the PostgreSQL store: `GcStore` (maintenance/gc.py), statement by
 statement as gc_sqlite.py."""
 
 from __future__ import annotations

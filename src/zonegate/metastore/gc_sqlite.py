@@ -1,4 +1,4 @@
-"""Object GC's questions to the SQLite store: `GcStore` (storage/gc.py) over the index and
+"""Object GC's questions to the SQLite store: `GcStore` (maintenance/gc.py) over the index and
 the `gc_pending` table of tables_sqlite.py."""
 
 from __future__ import annotations

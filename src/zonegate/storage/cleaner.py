@@ -1,8 +1,8 @@
 """Key-based cleaning of a compacted partition's stream objects, as Kafka's log cleaner does.
 
 Pure: entries and bytes in, cleaned stream objects out; the clock is passed in.
-The compactor of the partition's leader does the I/O (docs/storage.md,
-"Compacted topics"):
+The compactor of the partition's leader does the I/O (maintenance/cleaning.py;
+docs/storage.md, "Compacted topics"):
 
 1. `plan_cleaning(entries, config, now)`: Kafka's `LogCleanerManager`. The
    *clean* part is the run of entries from the log start whose object keys carry

@@ -148,7 +148,7 @@ class StreamStore(Protocol):
 
 
 class GcStore(Protocol):
-    """What object GC (storage/gc.py) asks of the index store (the metadata store
+    """What object GC (maintenance/gc.py) asks of the index store (the metadata store
     implements it)."""
 
     async def referenced_units(self, units: Mapping[str, tuple[str, str] | None]) -> set[str]:

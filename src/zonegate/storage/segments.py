@@ -12,16 +12,15 @@ their max timestamp.
 
 The leader keeps only this summary of a partition in memory, a few segments,
 not its entries (docs/storage.md, "The bounded index"): it follows appends and
-truncations, it is what retention decides on, and it tells a lookup by time
-which segment's entries to ask the store for.
+truncations, it is what retention decides on (maintenance/retention.py), and
+it tells a lookup by time which segment's entries to ask the store for.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
 
 from zonegate.storage.index import IndexEntry
 
@@ -115,40 +114,3 @@ class SegmentSummary:
     @property
     def total_bytes(self) -> int:
         return sum(s.bytes for s in self.segments)
-
-
-class SegmentLike(Protocol):
-    @property
-    def base_offset(self) -> int: ...
-
-    @property
-    def bytes(self) -> int: ...
-
-    @property
-    def max_timestamp(self) -> int: ...
-
-
-def retention_start(
-    segments: Sequence[SegmentLike],
-    log_end: int,
-    now_ms: int,
-    retention_ms: int,
-    retention_bytes: int,
-) -> int | None:
-    """Where the log should start after Kafka's retention over `segments` (oldest
-    first): the oldest segments go while their newest record is older than
-    `retention_ms`, then while the partition without them would still hold at least
-    `retention_bytes`; -1 turns either rule off. None when nothing goes. All segments
-    going moves the start to `log_end` (Kafka rolls and deletes the active segment)."""
-    keep = 0
-    if retention_ms >= 0:
-        while keep < len(segments) and segments[keep].max_timestamp < now_ms - retention_ms:
-            keep += 1
-    if retention_bytes >= 0:
-        left = sum(s.bytes for s in segments[keep:])
-        while keep < len(segments) and left - segments[keep].bytes >= retention_bytes:
-            left -= segments[keep].bytes
-            keep += 1
-    if keep == 0:
-        return None
-    return segments[keep].base_offset if keep < len(segments) else log_end

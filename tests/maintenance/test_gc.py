@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.storage.fakes import MemoryStore
+from zonegate.maintenance.gc import GcSettings, ObjectGc
 from zonegate.metastore.sqlite import SqliteMetaStore
 from zonegate.runtime.clock import ManualClock
 from zonegate.storage import pack_files
-from zonegate.storage.gc import GcSettings, ObjectGc
 from zonegate.storage.index import IndexEntry, PartitionCommit
 from zonegate.storage.objects import DeletionUnit, ObjectInfo
 from zonegate.storage.store_url import open_object_store

@@ -8,14 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from zonegate.leader_forwarder.compactor import (
-    CompactionSettings,
-    Compactor,
-    Target,
-    plan,
-)
 from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.leader_forwarder.messages import ANY_EPOCH, AppendBatch
+from zonegate.maintenance.compaction import CompactionSettings, Compactor, plan
+from zonegate.maintenance.targets import Target
 from zonegate.metastore.sqlite import SqliteMetaStore
 from zonegate.records.batch import iter_batches
 from zonegate.records.build import build_batch

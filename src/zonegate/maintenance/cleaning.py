@@ -1,16 +1,17 @@
-"""Key-based cleaning of a compacted partition, run by its leader's compactor.
+"""Key-based cleaning of a compacted partition, run by its leader's compactor: the I/O.
 
 After the compactor has moved a partition's WAL ranges into stream objects, a
 partition whose topic's `cleanup.policy` includes `compact` is cleaned when
-storage/cleaner.py says it is due: the dirty part is read to map each key's
-latest offset, then the clean and dirty parts are read again in groups of
-about `--stream-object-bytes`, cleaned and PUT as objects with the clean mark
-(crash point `cleaning:after-upload`), and all their entries swapped for the
-ones cleaned in one transaction fenced by the leader epoch
-(`LeaderService.swap`, crash points `compaction:after-swap` and
-`cleaning:after-swap`). A refused swap
-deletes the objects at once; the ones replaced go by object GC. Reads, builds
-and PUTs go through the compaction I/O class, the CPU work to a thread.
+storage/cleaner.py says it is due (the policy, `plan_cleaning`, and the
+rewrite are pure functions there, beside the clean mark they share): the
+dirty part is read to map each key's latest offset, then the clean and dirty
+parts are read again in groups of about `--stream-object-bytes`, cleaned and
+PUT as objects with the clean mark (crash point `cleaning:after-upload`), and
+all their entries swapped for the ones cleaned in one transaction fenced by
+the leader epoch (`LeaderService.swap`, crash points `compaction:after-swap`
+and `cleaning:after-swap`). A refused swap deletes the objects at once; the
+ones replaced go by object GC. Reads, builds and PUTs go through the
+compaction I/O class, the CPU work to a thread.
 """
 
 from __future__ import annotations

@@ -10,6 +10,10 @@ they were first seen so, and deletes those unreferenced for
 records older than their retention go too. Objects are deleted before their
 pending rows, so a crash anywhere leaves work the next pass finishes and
 nothing half done. docs/storage.md has the design and why the graces are safe.
+
+Policy (`decide`: which units are due, which rows to add and drop, when the
+next one is due; `expired_usage`) is pure, given what the LIST and the index
+said and the time; `ObjectGc` does the LISTs, the deletes and the rows.
 """
 
 from __future__ import annotations
@@ -17,13 +21,14 @@ from __future__ import annotations
 import datetime
 import logging
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from zonegate.runtime.clock import Clock
 from zonegate.runtime.crash import crash_point
 from zonegate.runtime.io_class import io_class
 from zonegate.storage.index import GcStore
-from zonegate.storage.objects import ObjectStore
+from zonegate.storage.objects import ObjectInfo, ObjectStore
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +60,61 @@ class GcStats:
 
 @dataclass
 class _Unit:
+    """What GC deletes together: an object, or a pack file's objects."""
+
     member_keys: tuple[str, str] | None  # DeletionUnit.member_keys
     size: int = 0
-    modified_ms: int = 0
+    modified_ms: int = 0  # the newest upload of its objects
+
+
+@dataclass(frozen=True)
+class GcDecision:
+    """What one pass does, decided from the LIST, the index and the time."""
+
+    due: list[str]  # units to delete now
+    add: dict[str, tuple[int, int]]  # newly unreferenced units: (first seen ms, bytes)
+    stale: list[str]  # rows of units named again (a commit after the LIST), or gone
+    next_due_ms: int | None  # when the first unit still waiting out a grace is due
+
+
+def decide(
+    units: Mapping[str, _Unit],
+    referenced: set[str],
+    pending: Mapping[str, tuple[int, int]],
+    now: int,
+    settings: GcSettings,
+) -> GcDecision:
+    """Which units go now: unreferenced for `unreferenced_grace_ms` (since their
+    pending row's first sighting, or now) and uploaded `orphan_grace_ms` ago."""
+    s = settings
+    add: dict[str, tuple[int, int]] = {}
+    due: list[str] = []
+    waiting: list[int] = []
+    for name, u in units.items():
+        if name in referenced:
+            continue
+        first_seen = pending[name][0] if name in pending else now
+        if name not in pending:
+            add[name] = (now, u.size)
+        due_at = max(first_seen + s.unreferenced_grace_ms, u.modified_ms + s.orphan_grace_ms)
+        if due_at <= now:
+            due.append(name)
+        else:
+            waiting.append(due_at)
+    stale = [name for name in pending if name in referenced or name not in units]
+    return GcDecision(due, add, stale, min(waiting, default=None))
+
+
+def expired_usage(infos: Iterable[ObjectInfo], now_ms: int, retention_ms: int) -> list[str]:
+    """The usage records whose day ended more than `retention_ms` ago (by their key's
+    `date=` part)."""
+    cutoff = datetime.datetime.fromtimestamp((now_ms - retention_ms) / 1000, datetime.UTC).date()
+    return [
+        i.key
+        for i in infos
+        if (m := _USAGE_DATE.search(i.key)) is not None
+        and datetime.date.fromisoformat(m.group(1)) < cutoff
+    ]
 
 
 class ObjectGc:
@@ -94,24 +151,9 @@ class ObjectGc:
         )
         pending = await self._index.gc_pending()
         now = self._clock.wall_ms()
-        s = self._settings
-        add: dict[str, tuple[int, int]] = {}
-        due: list[str] = []
-        waiting: list[int] = []
-        for name, u in units.items():
-            if name in referenced:
-                continue
-            first_seen = pending[name][0] if name in pending else now
-            if name not in pending:
-                add[name] = (now, u.size)
-            due_at = max(first_seen + s.unreferenced_grace_ms, u.modified_ms + s.orphan_grace_ms)
-            if due_at <= now:
-                due.append(name)
-            else:
-                waiting.append(due_at)
-        self.next_due_ms = min(waiting, default=None)
-        # Rows of units named again (a commit that came after the LIST), or gone.
-        stale = [name for name in pending if name in referenced or name not in units]
+        decision = decide(units, referenced, pending, now, self._settings)
+        due, add, stale = decision.due, decision.add, decision.stale
+        self.next_due_ms = decision.next_due_ms
         if due:
             crash_point("gc:before-delete")
         for i in range(0, len(due), _DELETE_BATCH):
@@ -144,18 +186,11 @@ class ObjectGc:
         return max(self.next_due_ms - self._clock.wall_ms(), 0) / 1000
 
     async def _expire_usage(self, now_ms: int) -> None:
-        cutoff = datetime.datetime.fromtimestamp(
-            (now_ms - self._settings.usage_retention_ms) / 1000, datetime.UTC
-        ).date()
         infos = await self._store.list(USAGE_PREFIX)
-        old = [
-            i.key
-            for i in infos
-            if (m := _USAGE_DATE.search(i.key)) is not None
-            and datetime.date.fromisoformat(m.group(1)) < cutoff
-        ]
+        old = expired_usage(infos, now_ms, self._settings.usage_retention_ms)
         for i in range(0, len(old), _DELETE_BATCH):
             await self._store.delete_many(old[i : i + _DELETE_BATCH])
         self.stats.deleted_usage_objects += len(old)
-        kept = [i for i in infos if i.key not in set(old)]
+        gone = set(old)
+        kept = [i for i in infos if i.key not in gone]
         self.stats.stored["usage"] = (len(kept), sum(i.size for i in kept))

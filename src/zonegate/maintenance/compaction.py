@@ -23,7 +23,9 @@ part of the range meanwhile, or the leader moved) wastes the work: the object
 no row names is deleted at once. The WAL objects the range lay in become
 unreferenced once every partition in them moved on, and object GC deletes
 them. Every store call goes through the `compaction` I/O class. A compacted
-topic's partition is then cleaned by key when due (leader_forwarder/cleaning.py).
+topic's partition is then cleaned by key when due (maintenance/cleaning.py).
+Policy (`plan`: which runs of the tail to rewrite now) is a pure function of
+the tail, the time and the target; `Compactor` does the I/O.
 docs/storage.md, "Compaction: WAL ranges into stream objects", has the design.
 """
 
@@ -34,12 +36,12 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from zonegate.leader_forwarder.cleaning import CleaningTotals, clean_partition
 from zonegate.leader_forwarder.leader import LeaderService
+from zonegate.maintenance.cleaning import CleaningTotals, clean_partition
+from zonegate.maintenance.targets import Target
 from zonegate.runtime.clock import Clock
 from zonegate.runtime.crash import crash_point
 from zonegate.runtime.io_class import io_class
-from zonegate.storage.cleaner import CleanerConfig
 from zonegate.storage.index import IndexEntry, UnknownStream
 from zonegate.storage.objects import ObjectStore
 from zonegate.storage.stream_objects import build_stream_object
@@ -69,16 +71,6 @@ class CompactionStats:
     backlog_bytes: int = 0  # bytes still in WAL objects
     oldest_ms: int = 0  # age of the oldest entry still in a WAL object
     per_partition: dict[int, int] = field(default_factory=dict)  # stream id -> tail bytes
-
-
-@dataclass(frozen=True)
-class Target:
-    """A partition this node leads, as the compactor needs it."""
-
-    stream_id: int
-    segment_ms: int
-    segment_bytes: int
-    cleaning: CleanerConfig | None = None  # a compacted topic's: key-based cleaning
 
 
 def plan(

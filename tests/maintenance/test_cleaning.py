@@ -1,4 +1,4 @@
-"""Key-based cleaning run by the compactor's pass (leader_forwarder/cleaning.py), over a real
+"""Key-based cleaning run by the compactor's pass (maintenance/cleaning.py), over a real
 SQLite metadata store and a real local object store, on a manual clock."""
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.leader_forwarder.test_compactor import _SEG, _Rig
-from zonegate.leader_forwarder.compactor import CompactionSettings, Compactor, Target
+from tests.maintenance.test_compaction import _SEG, _Rig
 from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.leader_forwarder.messages import ANY_EPOCH, AppendBatch
+from zonegate.maintenance.compaction import CompactionSettings, Compactor
+from zonegate.maintenance.targets import Target
 from zonegate.records.build import build_batch
 from zonegate.records.decode import decode_records
 from zonegate.runtime.clock import ManualClock

@@ -1,0 +1,129 @@
+"""A led partition's log changed other than by appends, and the views those changes are
+decided on.
+
+Two changes, each one metadata transaction fenced by the leader epoch, then the
+leader's memory follows: moving the log start (DeleteRecords, and retention
+when the storage jobs decide it: maintenance/retention.py), and swapping index
+entries for their rewrite (compaction and key-based cleaning:
+maintenance/compaction.py, maintenance/cleaning.py). The views (the head's
+segments, the tail, every entry for cleaning) are what the jobs' pure
+policies read; the leader decides nothing here but whether it still leads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kio.schema.errors import ErrorCode
+
+from zonegate.leader_forwarder.partitions import PartitionState, PartitionStates
+from zonegate.runtime.crash import crash_point
+from zonegate.storage.index import IndexEntry, LeaderEpochFenced, StreamStore, UnknownStream
+from zonegate.storage.segments import Segment
+
+
+@dataclass(frozen=True, slots=True)
+class HeadView:
+    """What retention decides on: the partition's segments (oldest first) and offsets."""
+
+    leader_epoch: int
+    log_start_offset: int
+    high_watermark: int
+    segments: tuple[Segment, ...]
+
+
+class LogChanges:
+    def __init__(self, partitions: PartitionStates, metastore: StreamStore) -> None:
+        self._partitions = partitions
+        self._meta = metastore
+
+    # -- the log start ------------------------------------------------------
+    async def delete_records(self, stream_id: int, offset: int) -> tuple[ErrorCode, int]:
+        """Moves the log start offset up to `offset` (-1: the high watermark)."""
+        p = await self._partitions.get(stream_id)
+        if offset == -1:
+            offset = p.high_watermark
+        if offset < 0 or offset > p.high_watermark:
+            return ErrorCode.offset_out_of_range, p.log_start_offset
+        return await self._truncate(p, offset)
+
+    async def head(self, stream_id: int) -> HeadView:
+        p = await self._partitions.get(stream_id)
+        return HeadView(
+            p.leader_epoch,
+            p.log_start_offset,
+            p.high_watermark,
+            tuple(p.summary.segments),
+        )
+
+    async def truncate(self, stream_id: int, leader_epoch: int, offset: int) -> bool:
+        """Moves the log start up to `offset` (at most the high watermark of a `head`
+        taken at `leader_epoch`); False when the partition is no longer led at that
+        epoch, and nothing changed."""
+        p = await self._partitions.get(stream_id)
+        if p.leader_epoch != leader_epoch:
+            return False  # reloaded at another epoch: the next pass decides again
+        error, _ = await self._truncate(p, offset)
+        return error == ErrorCode.none
+
+    async def _truncate(self, p: PartitionState, offset: int) -> tuple[ErrorCode, int]:
+        try:
+            start = await self._meta.truncate_head(p.stream_id, p.leader_epoch, offset)
+        except LeaderEpochFenced:
+            self._partitions.forget([p.stream_id])
+            return ErrorCode.not_leader_or_follower, -1
+        crash_point("retention:after-commit")
+        if self._partitions.cached(p.stream_id) is p:
+            p.log_start_offset = max(p.log_start_offset, start)
+            p.tail.drop_before(p.log_start_offset)
+            partial = p.summary.drop_before(p.log_start_offset)
+            if partial is not None:
+                # The start moved inside a segment: what is left of it, from the store.
+                rows = await self._meta.read_entries(
+                    p.stream_id, partial.base_offset, to_offset=partial.last_offset, limit=1 << 30
+                )
+                partial.bytes = sum(e.length for e in rows)
+            p.notify()
+        return ErrorCode.none, start
+
+    # -- rewrites (compaction, cleaning) ------------------------------------------
+    async def tail(self, stream_id: int) -> tuple[int, list[IndexEntry]]:
+        """(leader epoch, the entries still in WAL objects, in offset order)."""
+        p = await self._partitions.get(stream_id)
+        return p.leader_epoch, p.tail.entries()
+
+    async def swap(
+        self,
+        stream_id: int,
+        leader_epoch: int,
+        old: Sequence[IndexEntry],
+        new: Sequence[IndexEntry],
+    ) -> bool:
+        """Replaces entries `old` (a prefix of the tail) with `new` (their rewrite) in the
+        store, fenced by `leader_epoch`, then in memory; False when the store refused
+        (a part of `old` went meanwhile, or the epoch moved)."""
+        try:
+            done = await self._meta.replace_entries(stream_id, leader_epoch, old, new)
+        except LeaderEpochFenced:
+            self._partitions.forget([stream_id])
+            return False
+        except UnknownStream:
+            return False
+        crash_point("compaction:after-swap")
+        p = self._partitions.cached(stream_id)
+        if done and p is not None and p.leader_epoch == leader_epoch:
+            p.tail.drop_before(old[-1].last_offset + 1)
+            p.summary.replace(old, new)  # cleaning shrinks what it rewrites
+        return done
+
+    async def cleaning_view(
+        self, stream_id: int
+    ) -> tuple[int, int, list[IndexEntry], dict[int, int]]:
+        """What key-based cleaning (storage/cleaner.py) decides on: (leader epoch, high
+        watermark, every entry from the log start, the last offset of each producer the
+        partition keeps state for)."""
+        p = await self._partitions.get(stream_id)
+        last = {pid: e.batches[-1].last_offset for pid, e in p.producers.items() if e.batches}
+        entries = await self._meta.read_entries(stream_id, p.log_start_offset, limit=1 << 30)
+        return p.leader_epoch, p.high_watermark, entries, last

@@ -1,0 +1,145 @@
+"""What a leader keeps of each partition it leads, loaded once from the store and dropped
+when the partition moves.
+
+A led partition's state is its offsets and producers, a summary of its segments,
+and its tail (the entries still in WAL objects); the rest of its index is read
+from the store when asked for (docs/storage.md, "The bounded index"). The
+sequencer, the index reads and the head-of-log hooks all work on this state;
+this module loads it (at most once at a time per partition, after any commit
+of it in flight) and forgets it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from zonegate.storage.index import ProducerEntry, StreamIndex, StreamStore
+from zonegate.storage.segments import SegmentSummary
+from zonegate.storage.stream_objects import is_stream_key
+
+# Kafka's defaults of segment.ms and segment.bytes, for a leader told no topic's.
+KAFKA_SEGMENTING = (604_800_000, 1_073_741_824)
+
+
+@dataclass
+class PartitionState:
+    """A partition's state as its leader holds it."""
+
+    stream_id: int
+    leader_epoch: int
+    log_start_offset: int
+    high_watermark: int
+    producers: dict[int, ProducerEntry]
+    summary: SegmentSummary
+    tail: StreamIndex
+    changed: asyncio.Future[None] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+    def notify(self) -> None:
+        if not self.changed.done():
+            self.changed.set_result(None)
+        self.changed = asyncio.get_running_loop().create_future()
+
+
+class PartitionStates:
+    """The led partitions' states by stream id, and the commit in flight they wait for."""
+
+    def __init__(
+        self, metastore: StreamStore, segmenting: Callable[[int], tuple[int, int]] | None = None
+    ) -> None:
+        self._meta = metastore
+        # stream id -> (segment.ms, segment.bytes) of its topic, as in force now.
+        self.segmenting = segmenting or (lambda _sid: KAFKA_SEGMENTING)
+        self._states: dict[int, PartitionState] = {}
+        self._loading: dict[int, asyncio.Future[PartitionState]] = {}
+        # The streams of the cycle being committed, and a future completed when it is.
+        self._committing: set[int] = set()
+        self._committed: asyncio.Future[None] | None = None
+
+    def cached(self, stream_id: int) -> PartitionState | None:
+        """The partition's state if loaded (a commit's outcome applies only to it)."""
+        return self._states.get(stream_id)
+
+    def stored_bytes(self) -> int:
+        """Bytes of stored batches of the partitions held."""
+        return sum(p.summary.total_bytes for p in self._states.values())
+
+    async def get(self, stream_id: int) -> PartitionState:
+        """The partition's state, loaded from the store if not held (UnknownStream when
+        the store has no such partition)."""
+        p = self._states.get(stream_id)
+        if p is not None:
+            return p
+        pending = self._loading.get(stream_id)
+        if pending is not None:
+            return await pending
+        fut: asyncio.Future[PartitionState] = asyncio.get_running_loop().create_future()
+        self._loading[stream_id] = fut
+        try:
+            # A commit of this partition in flight (its state was dropped meanwhile: a
+            # catalog change, a failed cycle) lands first: a load that read the store
+            # before it would hand the next cycle offsets that commit took.
+            while stream_id in self._committing and self._committed is not None:
+                await asyncio.shield(self._committed)
+            state = await self._meta.load_partition(stream_id)
+            # Read once, to draw the segments and keep the tail; not kept whole.
+            entries = await self._meta.read_index(stream_id)
+            # The store's log start, not the first entry's offset: cleaning a compacted
+            # topic removes records from the head without moving it (as Kafka's segments
+            # keep their base offsets).
+            log_start = state.log_start_offset
+            in_streams = max(
+                (i + 1 for i, e in enumerate(entries) if is_stream_key(e.object_key)), default=0
+            )
+            p = PartitionState(
+                stream_id=stream_id,
+                leader_epoch=state.leader_epoch,
+                log_start_offset=log_start,
+                high_watermark=state.next_offset,
+                producers=dict(state.producers),
+                summary=SegmentSummary.of(entries, *self.segmenting(stream_id)),
+                tail=StreamIndex(entries[in_streams:]),
+            )
+            self._states[stream_id] = p
+            fut.set_result(p)
+            return p
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # retrieved: the awaiting callers see it too
+            raise
+        finally:
+            del self._loading[stream_id]
+
+    def forget(self, stream_ids: Iterable[int]) -> None:
+        """Drops cached state (partition deleted or moved); the next use reloads it."""
+        for sid in stream_ids:
+            p = self._states.pop(sid, None)
+            if p is not None:
+                p.notify()
+
+    def forget_unless_at(self, epochs: Mapping[int, int]) -> None:
+        """Drops the cached state of each partition not held at the given leader epoch
+        (this node leads it at that epoch now): state loaded at the new epoch already,
+        when its first append came before the catalog said so, is kept."""
+        self.forget(
+            sid
+            for sid, epoch in epochs.items()
+            if (p := self._states.get(sid)) is not None and p.leader_epoch != epoch
+        )
+
+    # -- the commit in flight (the sequencer's) --------------------------------
+    def commit_started(self, stream_ids: set[int]) -> None:
+        self._committing = stream_ids
+        self._committed = asyncio.get_running_loop().create_future()
+
+    @property
+    def committing(self) -> set[int]:
+        return self._committing
+
+    def commit_ended(self) -> None:
+        self._committing = set()
+        if self._committed is not None and not self._committed.done():
+            self._committed.set_result(None)
