@@ -12,6 +12,7 @@ Java client went untested.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -101,16 +102,16 @@ def classpath() -> str:
 def has_class(main_class: str) -> bool:
     """Whether the installed classpath holds this class (read from the jars, no JVM)."""
     entry = main_class.replace(".", "/") + ".class"
-    if (CACHE / "classes" / entry).is_file():
-        return True
-    for jar in jars():
+    return (CACHE / "classes" / entry).is_file() or entry in _jar_entries(tuple(jars()))
+
+
+@functools.cache
+def _jar_entries(paths: tuple[Path, ...]) -> frozenset[str]:
+    names: set[str] = set()
+    for jar in paths:
         with zipfile.ZipFile(jar) as z:
-            try:
-                z.getinfo(entry)
-            except KeyError:
-                continue
-            return True
-    return False
+            names.update(z.namelist())
+    return frozenset(names)
 
 
 def java_command(
