@@ -32,6 +32,19 @@ def node_factory(tmp_path: Path) -> Iterator[NodeFactory]:
             n.stop()
 
 
+@pytest.fixture(scope="session")
+def session_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningNode]:
+    """One `zonegate serve` process shared by every test that asks for it in a session
+    (the Java client and tools tests: a JVM per call is slow enough without a node per
+    test); such tests name their topics and groups uniquely."""
+    n = start_node(tmp_path_factory.mktemp("session-node"))
+    try:
+        yield n
+    finally:
+        if n.alive():
+            n.stop()
+
+
 @pytest.fixture
 def inprocess_factory(tmp_path: Path) -> Iterator[InProcessFactory]:
     """Nodes in the test's own process (tests/inprocess.py): for tests that never kill
