@@ -35,17 +35,17 @@ def _run(tmp: Path, body: Callable[[Catalog, Catalog], Awaitable[None]]) -> None
 def test_rules_follow_topic_configs_and_defaults(tmp_path: Path) -> None:
     async def body(here: Catalog, there: Catalog) -> None:
         t = await here.create("t", 1, {"cleanup.policy": "compact"})
-        assert here.rules(t).keys_required and here.rules(t).codec is None
+        assert here.rules(t).produce.keys_required and here.rules(t).produce.codec is None
 
         t = await here.alter_configs(
             "t", {"compression.type": "lz4"}, replace=False, validate_only=False
         )
-        assert (here.rules(t).keys_required, here.rules(t).codec) == (True, 3)
+        assert (here.rules(t).produce.keys_required, here.rules(t).produce.codec) == (True, 3)
 
         await here.alter_defaults(
             "", {"message.max.bytes": "2000"}, replace=False, validate_only=False
         )
-        assert here.rules(t).max_message_bytes == 2000
+        assert here.rules(t).produce.max_message_bytes == 2000
 
         # Another node learns of all of it on its next refresh.
         assert await there.refresh()
@@ -57,12 +57,13 @@ def test_rules_follow_topic_configs_and_defaults(tmp_path: Path) -> None:
         await here.alter_defaults(
             "1", {"log.message.timestamp.type": "LogAppendTime"}, replace=False, validate_only=False
         )
-        assert here.rules(t).log_append_time
+        assert here.rules(t).produce.log_append_time
         await there.refresh()
-        assert not there.rules(seen).log_append_time
+        assert not there.rules(seen).produce.log_append_time
 
         # A deleted topic's rules are still answered for a caller holding it.
         await here.delete("t")
-        assert here.rules(t).codec == 3
+        assert here.rules(t).produce.codec == 3
 
     _run(tmp_path, body)
+
