@@ -6,8 +6,9 @@ arrive by `refresh`, which reloads only when the store's metadata version moved:
 every few hundred ms, and at once when a name is not in the cache (`lookup`), so
 a topic created through one node is known to the others the next moment.
 Each topic's rules (`TopicRules`: produce, segmenting, retention, cleaning) are
-parsed here, whenever its configs or the defaults change, so the write path never
-reads a config string.
+parsed here, whenever its configs or the defaults change, so the write path, the
+read path and the storage jobs never read a config string (DescribeConfigs answers
+the strings themselves, from each topic's configs and `defaults`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from zonegate.metastore.models import (
     TopicInfo,
 )
 from zonegate.services.topic_configs import (
-    effective,
     topic_rules,
     validate_broker_defaults,
     validate_topic_configs,
@@ -97,11 +97,6 @@ class Catalog:
     @property
     def auto_create(self) -> bool:
         return self._auto_create
-
-    def config(self, topic: TopicInfo, name: str) -> str:
-        """The value of topic config `name` in force for `topic` (its own, this node's
-        default, the cluster's default, Kafka's default)."""
-        return effective(topic.configs, name, self.defaults)
 
     def rules(self, topic: TopicInfo) -> TopicRules:
         """The rules in force for `topic`, as parsed when the catalog changed."""
