@@ -61,7 +61,7 @@ def _rewrite_into_stream_objects(node: InProcessNode) -> list[tuple[str, int]]:
     topic = n.catalog.get(TOPIC)
     assert topic is not None
     sid = topic.partitions[0].stream_id
-    segment_ms = int(n.catalog.config(topic, "segment.ms"))
+    segment_ms = n.catalog.rules(topic).segmenting.segment_ms
 
     async def rewrite() -> list[tuple[str, int]]:
         epoch, tail = await n.local_leader.tail(sid)

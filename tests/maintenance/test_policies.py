@@ -8,16 +8,12 @@ import uuid
 import pytest
 
 from zonegate.maintenance.gc import GcSettings, _Unit, decide, expired_usage
-from zonegate.maintenance.targets import (
-    KAFKA_SEGMENTING,
-    LedPartitions,
-    RetentionRule,
-    retention_rule,
-)
+from zonegate.maintenance.targets import KAFKA_SEGMENTING, LedPartitions, RetentionRule
 from zonegate.metastore.models import PartitionInfo, TopicInfo
-from zonegate.services.topic_configs import effective
+from zonegate.services.topic_configs import topic_rules
 from zonegate.storage.cleaner import CleanerConfig
 from zonegate.storage.objects import ObjectInfo
+from zonegate.storage.topic_rules import TopicRules
 
 pytestmark = pytest.mark.unit
 
@@ -64,7 +60,7 @@ def test_usage_records_expire_by_the_day_in_their_key() -> None:
 
 
 class _Catalog:
-    """A catalog of topics and their configs, as maintenance/targets.py reads it."""
+    """A catalog of topics and their rules, as maintenance/targets.py reads it."""
 
     def __init__(self, *topics: TopicInfo) -> None:
         self._topics = {t.name: t for t in topics}
@@ -78,8 +74,8 @@ class _Catalog:
     def by_stream(self, stream_id: int) -> PartitionInfo | None:
         return next((p for p in self.partitions() if p.stream_id == stream_id), None)
 
-    def config(self, topic: TopicInfo, name: str) -> str:
-        return effective(topic.configs, name)
+    def rules(self, topic: TopicInfo) -> TopicRules:
+        return topic_rules(topic.configs)
 
 
 def _topic(name: str, leaders: list[int], first_stream: int, **configs: str) -> TopicInfo:
@@ -112,10 +108,10 @@ def test_jobs_are_told_of_the_partitions_this_node_leads_with_their_configs() ->
     assert led.segmenting(999) == KAFKA_SEGMENTING  # no such partition: Kafka's defaults
 
 
-def test_a_topic_with_both_retention_limits_off_has_no_rule() -> None:
-    catalog = _Catalog()
-    topic = _topic("forever", [1], 1, retention_ms="-1", retention_bytes="-1")
-    assert retention_rule(topic, catalog) is None
-    assert retention_rule(_topic("t", [1], 1, retention_bytes="5"), catalog) == RetentionRule(
-        604_800_000, 5
+def test_a_topic_with_both_retention_limits_off_is_no_retention_target() -> None:
+    catalog = _Catalog(
+        _topic("forever", [1], 1, retention_ms="-1", retention_bytes="-1"),
+        _topic("t", [1], 2, retention_bytes="5"),
     )
+    rules = {p.stream_id: rule for p, rule in LedPartitions(catalog, 1).retention_targets()}
+    assert rules == {2: RetentionRule(604_800_000, 5)}

@@ -16,12 +16,13 @@ from zonegate.records.batch import CRC_OFFSET, CRC_START, validate_batches
 from zonegate.records.build import RecordSpec, build_batch
 from zonegate.records.decode import decode_records
 from zonegate.services.log_validator import Accepted, Refused, validate
-from zonegate.services.topic_configs import TopicRules, topic_rules
+from zonegate.services.topic_configs import topic_rules
+from zonegate.storage.topic_rules import ProduceRules
 
 pytestmark = pytest.mark.unit
 
 NOW = 1_700_000_000_000
-KAFKA = topic_rules({})  # every config at Kafka's default
+KAFKA = topic_rules({}).produce  # every config at Kafka's default
 HOUR = 3_600_000
 WINDOW = dataclasses.replace(KAFKA, timestamp_before_max_ms=HOUR, timestamp_after_max_ms=HOUR)
 LOG_APPEND = dataclasses.replace(KAFKA, log_append_time=True)
@@ -32,13 +33,13 @@ def _records(n: int = 3, ts: int = NOW, key: bool = True) -> list[RecordSpec]:
     return [(b"k%d" % i if key else None, b"value %d" % i, (), ts + i) for i in range(n)]
 
 
-def _accepted(records: bytes | None, rules: TopicRules = KAFKA, now: int = NOW) -> Accepted:
+def _accepted(records: bytes | None, rules: ProduceRules = KAFKA, now: int = NOW) -> Accepted:
     out = validate(records, rules, now, topic_partition="t-0")
     assert isinstance(out, Accepted), out
     return out
 
 
-def _refused(records: bytes | None, rules: TopicRules = KAFKA, now: int = NOW) -> Refused:
+def _refused(records: bytes | None, rules: ProduceRules = KAFKA, now: int = NOW) -> Refused:
     out = validate(records, rules, now, topic_partition="t-0")
     assert isinstance(out, Refused), out
     return out
@@ -54,7 +55,7 @@ def _fix_crc(batch: bytearray) -> bytes:
 
 
 def test_rules_are_parsed_from_the_configs_in_force() -> None:
-    assert KAFKA == TopicRules(
+    assert KAFKA == ProduceRules(
         max_message_bytes=1048588,
         log_append_time=False,
         timestamp_before_max_ms=2**63 - 1,
@@ -70,10 +71,10 @@ def test_rules_are_parsed_from_the_configs_in_force() -> None:
             "compression.type": "zstd",
         },
         {"message.timestamp.before.max.ms": "10", "max.message.bytes": "7"},
-    )
-    assert rules == TopicRules(500, True, 10, 2**63 - 1, True, 4)
-    assert topic_rules({"compression.type": "uncompressed"}).codec == 0
-    assert not topic_rules({"cleanup.policy": "delete"}).keys_required
+    ).produce
+    assert rules == ProduceRules(500, True, 10, 2**63 - 1, True, 4)
+    assert topic_rules({"compression.type": "uncompressed"}).produce.codec == 0
+    assert not topic_rules({"cleanup.policy": "delete"}).produce.keys_required
 
 
 # -- framing: magic, CRC, lengths, counts, codec ---------------------------------------

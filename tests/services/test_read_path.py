@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import dataclasses
 import uuid
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
@@ -24,10 +25,11 @@ from zonegate.runtime.clock import ManualClock
 from zonegate.runtime.io_class import current_io_class
 from zonegate.services.api import FetchedPartition, FetchPartition
 from zonegate.services.read_path import EARLIEST, LATEST, MAX_TIMESTAMP, ReadService
-from zonegate.services.topic_configs import effective
+from zonegate.services.topic_configs import topic_rules
 from zonegate.storage.index import IndexEntry, StreamIndex, UnknownStream
 from zonegate.storage.log_cache import LogCache
 from zonegate.storage.reader import StreamReader
+from zonegate.storage.topic_rules import TopicRules
 
 pytestmark = pytest.mark.unit
 T = TypeVar("T")
@@ -60,8 +62,8 @@ class FakeCatalog:
             self.known[name] = self.elsewhere.pop(name)
         return self.known.get(name)
 
-    def config(self, topic: TopicInfo, name: str) -> str:
-        return effective(topic.configs, name)
+    def rules(self, topic: TopicInfo) -> TopicRules:
+        return topic_rules(topic.configs)
 
 
 class _Partition:
@@ -92,10 +94,19 @@ class FakeLeader:
         """The partition's topic was deleted."""
         del self._partitions[stream_id]
 
-    def publish(self, stream_id: int, values: Sequence[bytes], timestamps: Sequence[int]) -> None:
+    def publish(
+        self,
+        stream_id: int,
+        values: Sequence[bytes],
+        timestamps: Sequence[int],
+        compression: int = 0,
+    ) -> None:
         p = self._partitions[stream_id]
         # As a producer sends it: base offset 0, no partition leader epoch.
-        blob = build_batch([(None, v, (), ts) for v, ts in zip(values, timestamps, strict=True)])
+        blob = build_batch(
+            [(None, v, (), ts) for v, ts in zip(values, timestamps, strict=True)],
+            compression=compression,
+        )
         key = f"wal/{self._objects:06d}"
         self._objects += 1
         other = b"\xee" * 37
@@ -408,6 +419,26 @@ def test_list_offsets_by_time_finds_the_exact_record_inside_a_batch() -> None:
         assert missing.error == ErrorCode.unknown_topic_or_partition
         rig.leader.out_of_reach.add(10)
         assert (await at(LATEST))[0] == ErrorCode.not_leader_or_follower
+
+    run(body())
+
+
+def test_list_offsets_by_time_reads_within_the_topics_max_message_bytes_in_force() -> None:
+    """The read path reads the limit from the topic's parsed rules at each lookup: a
+    compressed batch whose body passes a lowered max.message.bytes (and 16 times its
+    compressed size) cannot be read, and the lookup, not the node, fails."""
+
+    async def body() -> None:
+        topic = _topic(TOPIC, 10, 1)
+        rig = Rig(topic)
+        rig.leader.publish(10, [b"\0" * 100_000], [1000], compression=1)  # gzip
+        answer = await rig.reads.list_offset(TOPIC, 0, 1000, max_timestamp_allowed=True)
+        assert (answer.error, answer.offset) == (ErrorCode.none, 0)
+        rig.catalog.known[TOPIC] = dataclasses.replace(
+            topic, configs={"max.message.bytes": "50000"}
+        )
+        answer = await rig.reads.list_offset(TOPIC, 0, 1000, max_timestamp_allowed=True)
+        assert answer.error == ErrorCode.corrupt_message
 
     run(body())
 

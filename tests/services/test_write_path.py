@@ -20,11 +20,12 @@ from zonegate.records.batch import validate_batches
 from zonegate.records.build import build_batch
 from zonegate.runtime.clock import ManualClock
 from zonegate.services.api import ProducedPartition, ProducePartition
-from zonegate.services.topic_configs import TopicRules, topic_rules
+from zonegate.services.topic_configs import topic_rules
 
 # LeaderUnavailable as the write path knows it, wherever the leader's contract keeps it.
 from zonegate.services.write_path import LeaderUnavailable, ProduceService
 from zonegate.storage.index import UnknownStream
+from zonegate.storage.topic_rules import TopicRules
 from zonegate.wal_s3.wal_writer import WalEntryLocation
 
 pytestmark = pytest.mark.unit

@@ -20,7 +20,6 @@ from zonegate.storage.cleaner import (
     build_offset_map,
     clean,
     clean_mark,
-    is_compacted,
     plan_cleaning,
 )
 from zonegate.storage.index import IndexEntry
@@ -310,11 +309,6 @@ def test_compressed_batches_in_topic_compression_out(source: int, topic: str) ->
         assert h.compression in (want, source)
         if h.record_count < 10:
             assert h.compression == want or h.record_count == 0
-
-
-def test_compacted_policies() -> None:
-    assert is_compacted("compact") and is_compacted("compact,delete")
-    assert is_compacted("delete, compact") and not is_compacted("delete")
 
 
 def test_clean_mark_round_trip() -> None:

@@ -1,23 +1,32 @@
 """What each storage job is told of the partitions this node leads, read from the catalog.
 
 The jobs run for the partitions this node leads (object GC aside: it runs on
-the controller, over the whole store). Here the catalog's topic configs are
-read, by Kafka name, into the values each job's policy takes: a partition's
+the controller, over the whole store). Here each led partition's topic rules,
+typed values the catalog parsed when the topic or the defaults last changed
+(storage/topic_rules.py), are handed to the job that obeys them: a partition's
 segmenting (`segment.ms`, `segment.bytes`: the leader draws segments with it,
 compaction cuts chunks by it), a compaction target (with a compacted topic's
 cleaning configs), a retention rule (for a topic whose `cleanup.policy`
-includes `delete`). Nothing here does I/O.
+includes `delete`). No config string is read here, and nothing does I/O.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Protocol
 
 from zonegate.leader_forwarder.partitions import KAFKA_SEGMENTING
 from zonegate.metastore.models import PartitionInfo, TopicInfo
-from zonegate.storage.cleaner import CleanerConfig, is_compacted
+from zonegate.storage.cleaner import CleanerConfig
+from zonegate.storage.topic_rules import RetentionRule, TopicRules
+
+__all__ = [
+    "KAFKA_SEGMENTING",
+    "LedPartitions",
+    "RetentionRule",
+    "Target",
+    "TopicCatalog",
+]
 
 
 class TopicCatalog(Protocol):
@@ -29,8 +38,8 @@ class TopicCatalog(Protocol):
 
     def by_stream(self, stream_id: int) -> PartitionInfo | None: ...
 
-    def config(self, topic: TopicInfo, name: str) -> str:
-        """The value in force of topic config `name` (Kafka's name)."""
+    def rules(self, topic: TopicInfo) -> TopicRules:
+        """The topic's rules in force, parsed when its configs or the defaults changed."""
         ...
 
 
@@ -44,27 +53,6 @@ class Target:
     cleaning: CleanerConfig | None = None  # a compacted topic's: key-based cleaning
 
 
-@dataclass(frozen=True, slots=True)
-class RetentionRule:
-    """A topic's retention configs in force (Kafka's meanings; -1 turns a limit off)."""
-
-    retention_ms: int
-    retention_bytes: int
-
-
-def retention_rule(topic: TopicInfo, catalog: TopicCatalog) -> RetentionRule | None:
-    """The topic's retention in force, None when it keeps everything: its policy has
-    no `delete`, or both limits are off."""
-    policy = {p.strip() for p in catalog.config(topic, "cleanup.policy").split(",")}
-    if "delete" not in policy:
-        return None
-    rule = RetentionRule(
-        retention_ms=int(catalog.config(topic, "retention.ms")),
-        retention_bytes=int(catalog.config(topic, "retention.bytes")),
-    )
-    return None if rule.retention_ms < 0 and rule.retention_bytes < 0 else rule
-
-
 class LedPartitions:
     """The partitions `node_id` leads, as the catalog says now, with their jobs' configs."""
 
@@ -72,12 +60,13 @@ class LedPartitions:
         self._catalog = catalog
         self._me = node_id
 
-    def _led(self) -> list[tuple[PartitionInfo, TopicInfo | None]]:
-        return [
-            (p, self._catalog.get(p.topic))
-            for p in self._catalog.partitions()
-            if p.leader_node == self._me
-        ]
+    def _led(self) -> list[tuple[PartitionInfo, TopicRules | None]]:
+        out = []
+        for p in self._catalog.partitions():
+            if p.leader_node == self._me:
+                topic = self._catalog.get(p.topic)
+                out.append((p, self._catalog.rules(topic) if topic is not None else None))
+        return out
 
     def segmenting(self, stream_id: int) -> tuple[int, int]:
         """(segment.ms, segment.bytes) in force for the partition's topic."""
@@ -85,26 +74,23 @@ class LedPartitions:
         topic = self._catalog.get(p.topic) if p is not None else None
         if topic is None:
             return KAFKA_SEGMENTING
-        config = self._catalog.config
-        return int(config(topic, "segment.ms")), int(config(topic, "segment.bytes"))
+        return self._catalog.rules(topic).segmenting
 
     def compaction_targets(self) -> list[Target]:
         """Every led partition, with its topic's segmenting, and a compacted topic's
         cleaning configs."""
         out = []
-        config = self._catalog.config
-        for p, topic in self._led():
-            cleaning = None
-            if topic is not None and is_compacted(config(topic, "cleanup.policy")):
-                cleaning = CleanerConfig.of(functools.partial(config, topic))
-            out.append(Target(p.stream_id, *self.segmenting(p.stream_id), cleaning))
+        for p, rules in self._led():
+            if rules is None:  # the topic went meanwhile: compacted by Kafka's defaults
+                out.append(Target(p.stream_id, *KAFKA_SEGMENTING))
+            else:
+                out.append(Target(p.stream_id, *rules.segmenting, rules.cleaning))
         return out
 
     def retention_targets(self) -> list[tuple[PartitionInfo, RetentionRule]]:
         """The led partitions whose topics delete by retention, with their rules."""
-        out = []
-        for p, topic in self._led():
-            rule = retention_rule(topic, self._catalog) if topic is not None else None
-            if rule is not None:
-                out.append((p, rule))
-        return out
+        return [
+            (p, rules.retention)
+            for p, rules in self._led()
+            if rules is not None and rules.retention is not None
+        ]

@@ -201,11 +201,6 @@ class Topics(Protocol):
         """The defaults set on one scope: "" the cluster's, a node id that node's own."""
         ...
 
-    def config(self, topic: TopicInfo, name: str) -> str:
-        """The value of a topic config in force: the topic's, this node's default, the
-        cluster's, Kafka's."""
-        ...
-
     async def alter_configs(
         self, name: str, changes: dict[str, str | None], *, replace: bool, validate_only: bool
     ) -> TopicInfo:

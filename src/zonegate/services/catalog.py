@@ -5,8 +5,10 @@ update the cache at once; changes made by other nodes (topics, leader moves)
 arrive by `refresh`, which reloads only when the store's metadata version moved:
 every few hundred ms, and at once when a name is not in the cache (`lookup`), so
 a topic created through one node is known to the others the next moment.
-Each topic's produce rules (`TopicRules`) are parsed here, whenever its configs or
-the defaults change, so the write path never reads a config string.
+Each topic's rules (`TopicRules`: produce, segmenting, retention, cleaning) are
+parsed here, whenever its configs or the defaults change, so the write path, the
+read path and the storage jobs never read a config string (DescribeConfigs answers
+the strings themselves, from each topic's configs and `defaults`).
 """
 
 from __future__ import annotations
@@ -24,12 +26,11 @@ from zonegate.metastore.models import (
     TopicInfo,
 )
 from zonegate.services.topic_configs import (
-    TopicRules,
-    effective,
     topic_rules,
     validate_broker_defaults,
     validate_topic_configs,
 )
+from zonegate.storage.topic_rules import TopicRules
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
@@ -97,13 +98,8 @@ class Catalog:
     def auto_create(self) -> bool:
         return self._auto_create
 
-    def config(self, topic: TopicInfo, name: str) -> str:
-        """The value of topic config `name` in force for `topic` (its own, this node's
-        default, the cluster's default, Kafka's default)."""
-        return effective(topic.configs, name, self.defaults)
-
     def rules(self, topic: TopicInfo) -> TopicRules:
-        """The produce rules in force for `topic`, as parsed when the catalog changed."""
+        """The rules in force for `topic`, as parsed when the catalog changed."""
         rules = self._rules.get(topic.topic_id)
         if rules is None:  # a topic this cache no longer holds (deleted meanwhile)
             rules = topic_rules(topic.configs, self.defaults)

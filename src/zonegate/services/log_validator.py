@@ -1,7 +1,7 @@
 """Kafka's produce-time record rules (what Kafka's LogValidator does), with no I/O.
 
 `validate` takes one partition's records as the producer sent them, the topic's
-`TopicRules` (parsed once, services/topic_configs.py) and the node's time, and
+`ProduceRules` (parsed once, services/topic_configs.py) and the node's time, and
 answers either the batches as they will be stored or the refusal the producer
 gets: Kafka's error code, a message and, for the per-record rules, each offending
 record by its index in the batch (KIP-467's record_errors).
@@ -36,7 +36,7 @@ from zonegate.records.rewrite import (
     record_times,
     stamp,
 )
-from zonegate.services.topic_configs import TopicRules
+from zonegate.storage.topic_rules import ProduceRules
 
 RecordErrors = tuple[tuple[int, str | None], ...]  # (record index in its batch, message)
 
@@ -70,7 +70,7 @@ class Refused:
 
 
 def validate(
-    records: bytes | None, rules: TopicRules, now: int, *, topic_partition: str
+    records: bytes | None, rules: ProduceRules, now: int, *, topic_partition: str
 ) -> Accepted | Refused:
     """One partition's records checked against `rules` at wall time `now` (ms);
     `topic_partition` ("topic-0") is named in the compacted topic's message, as Kafka's."""
@@ -83,7 +83,7 @@ def validate(
 
 
 def _validate(
-    records: bytes, rules: TopicRules, now: int, topic_partition: str
+    records: bytes, rules: ProduceRules, now: int, topic_partition: str
 ) -> Accepted | Refused:
     max_bytes = rules.max_message_bytes
     times: list[tuple[int, int] | None] = []

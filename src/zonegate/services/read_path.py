@@ -46,6 +46,7 @@ from zonegate.services.api import FetchedPartition, FetchPartition, OffsetAnswer
 from zonegate.storage.index import IndexEntry, UnknownStream
 from zonegate.storage.reader import MAX_GETS_PER_READ, StreamReader
 from zonegate.storage.stream_objects import is_stream_key
+from zonegate.storage.topic_rules import TopicRules
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +69,8 @@ class ReadCatalog(Protocol):
         """The topic, also when another node made it since this node last looked."""
         ...
 
-    def config(self, topic: TopicInfo, name: str) -> str:
-        """The value of topic config `name` in force for `topic`."""
+    def rules(self, topic: TopicInfo) -> TopicRules:
+        """The topic's rules, parsed when its configs or the defaults last changed."""
         ...
 
 
@@ -241,7 +242,7 @@ class ReadService:
         if found is None:
             return OffsetAnswer(ErrorCode.unknown_topic_or_partition)
         sid, info = found
-        limit = int(self._catalog.config(info, "max.message.bytes"))
+        limit = self._catalog.rules(info).produce.max_message_bytes
         try:
             return await self._by_time(sid, timestamp, limit, max_timestamp_allowed)
         except (UnknownStream, LeaderUnavailable) as exc:

@@ -1,8 +1,10 @@
 """The topic configurations zonegate knows, with Kafka's defaults and validation.
 
 Unknown names and bad values are refused (INVALID_CONFIG), as Kafka does, so a
-typo never silently does nothing. `TopicRules` is the typed view of the configs
-produce applies, parsed once when the catalog changes (`topic_rules`).
+typo never silently does nothing. `TopicRules` (storage/topic_rules.py) is the
+typed view of every config that decides behaviour, parsed here once when the
+catalog changes (`topic_rules`); strings are read only where they are the
+product (DescribeConfigs, CreateTopics) or the input (AlterConfigs).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from zonegate.records.rewrite import CODEC_IDS
-from zonegate.storage.cleaner import is_compacted
+from zonegate.storage.cleaner import CleanerConfig
+from zonegate.storage.topic_rules import ProduceRules, RetentionRule, Segmenting, TopicRules
 
 
 class InvalidConfig(ValueError):
@@ -38,8 +41,13 @@ def _one_of(*choices: str) -> Callable[[str], None]:
     return check
 
 
+def _items(v: str) -> list[str]:
+    """A list config's items (cleanup.policy: `compact`, `delete` or both), spaces dropped."""
+    return [p.strip() for p in v.split(",") if p.strip()]
+
+
 def _policy(v: str) -> None:
-    parts = [p.strip() for p in v.split(",") if p.strip()]
+    parts = _items(v)
     if not parts or any(p not in ("delete", "compact") for p in parts):
         raise InvalidConfig(f"value {v!r} is not a list of delete, compact")
 
@@ -181,8 +189,8 @@ def apply_incremental(
             now = changes.get(name, current.get(name))
             if now is None:
                 now = effective({}, name, defaults)
-            items = [p.strip() for p in now.split(",") if p.strip()]
-            given = [p.strip() for p in (value or "").split(",") if p.strip()]
+            items = _items(now)
+            given = _items(value or "")
             if op == APPEND:
                 items += [g for g in given if g not in items]
             else:
@@ -193,36 +201,46 @@ def apply_incremental(
     return changes
 
 
-@dataclass(frozen=True, slots=True)
-class TopicRules:
-    """What produce checks and changes in a topic's batches (services/log_validator.py),
-    parsed from the configs in force."""
-
-    max_message_bytes: int  # max.message.bytes: the largest batch, header included
-    log_append_time: bool  # message.timestamp.type=LogAppendTime: the node stamps batches
-    # message.timestamp.before/after.max.ms: how far a CreateTime record may lie
-    # behind or ahead of the node's time
-    timestamp_before_max_ms: int
-    timestamp_after_max_ms: int
-    keys_required: bool  # cleanup.policy has compact: a record without a key is refused
-    codec: int | None  # compression.type as a codec id (records/rewrite.py); None: producer
-
-
 def topic_rules(
     configs: Mapping[str, str], defaults: Mapping[str, str] | None = None
 ) -> TopicRules:
     """The rules of a topic whose own configs are `configs`, over `defaults` (see
-    `effective`); the values were validated when they were set."""
+    `effective`); the values were validated when they were set. The catalog calls
+    this when a topic or the defaults change: nothing else parses a config."""
 
     def value(name: str) -> str:
         return effective(configs, name, defaults)
 
-    codec = value("compression.type")
+    def long(name: str) -> int:
+        return int(value(name))
+
+    max_bytes = long("max.message.bytes")
+    compression = value("compression.type")
+    codec = None if compression == "producer" else CODEC_IDS[compression]
+    policies = _items(value("cleanup.policy"))
+    segmenting = Segmenting(long("segment.ms"), long("segment.bytes"))
+    retention = RetentionRule(long("retention.ms"), long("retention.bytes"))
+    keeps_all = retention.retention_ms < 0 and retention.retention_bytes < 0
+    cleaning = CleanerConfig(
+        min_cleanable_dirty_ratio=float(value("min.cleanable.dirty.ratio")),
+        min_compaction_lag_ms=long("min.compaction.lag.ms"),
+        max_compaction_lag_ms=long("max.compaction.lag.ms"),
+        delete_retention_ms=long("delete.retention.ms"),
+        segment_ms=segmenting.segment_ms,
+        segment_bytes=segmenting.segment_bytes,
+        codec=codec,
+        max_message_bytes=max_bytes,
+    )
     return TopicRules(
-        max_message_bytes=int(value("max.message.bytes")),
-        log_append_time=value("message.timestamp.type") == "LogAppendTime",
-        timestamp_before_max_ms=int(value("message.timestamp.before.max.ms")),
-        timestamp_after_max_ms=int(value("message.timestamp.after.max.ms")),
-        keys_required=is_compacted(value("cleanup.policy")),
-        codec=None if codec == "producer" else CODEC_IDS[codec],
+        produce=ProduceRules(
+            max_message_bytes=max_bytes,
+            log_append_time=value("message.timestamp.type") == "LogAppendTime",
+            timestamp_before_max_ms=long("message.timestamp.before.max.ms"),
+            timestamp_after_max_ms=long("message.timestamp.after.max.ms"),
+            keys_required="compact" in policies,
+            codec=codec,
+        ),
+        segmenting=segmenting,
+        retention=None if "delete" not in policies or keeps_all else retention,
+        cleaning=cleaning if "compact" in policies else None,
     )

@@ -27,8 +27,8 @@ from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.runtime.histogram import Histogram
 from zonegate.services.api import ProducedPartition, ProducePartition
 from zonegate.services.log_validator import Refused, StoredBatch, validate
-from zonegate.services.topic_configs import TopicRules
 from zonegate.storage.index import UnknownStream
+from zonegate.storage.topic_rules import TopicRules
 from zonegate.wal_s3.wal_writer import WalEntryLocation
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ class ProduceCatalog(Protocol):
         ...
 
     def rules(self, topic: TopicInfo) -> TopicRules:
-        """The topic's produce rules, parsed when its configs last changed."""
+        """The topic's rules, parsed when its configs or the defaults last changed."""
         ...
 
 
@@ -130,7 +130,7 @@ class ProduceService:
             return work
         outcome = validate(
             pp.records,
-            self._catalog.rules(topic),
+            self._catalog.rules(topic).produce,
             self._clock.wall_ms(),
             topic_partition=f"{a.topic}-{a.partition}",
         )

@@ -25,7 +25,7 @@ docs/storage.md, "Compacted topics"):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from zonegate.records.batch import BatchHeader, iter_batches
@@ -36,7 +36,6 @@ from zonegate.records.retain import (
     rebuild_batch,
     stored_records,
 )
-from zonegate.records.rewrite import CODEC_IDS
 from zonegate.storage.index import IndexEntry
 from zonegate.storage.segments import SegmentSummary
 from zonegate.storage.stream_objects import StreamObject, build_stream_object, is_stream_key
@@ -47,7 +46,8 @@ NO_LIMIT = 2**63 - 1
 
 @dataclass(frozen=True, slots=True)
 class CleanerConfig:
-    """A compacted topic's configs, as cleaning reads them (Kafka's defaults)."""
+    """A compacted topic's configs, as cleaning reads them (Kafka's defaults), parsed
+    with its other rules (storage/topic_rules.py)."""
 
     min_cleanable_dirty_ratio: float = 0.5
     min_compaction_lag_ms: int = 0
@@ -58,31 +58,11 @@ class CleanerConfig:
     codec: int | None = None  # compression.type; None for `producer`: the batch's own
     max_message_bytes: int = 1_048_588
 
-    @classmethod
-    def of(cls, config: Callable[[str], str]) -> CleanerConfig:
-        """From a topic's configs by Kafka name (`config("delete.retention.ms")`)."""
-        codec = config("compression.type")
-        return cls(
-            float(config("min.cleanable.dirty.ratio")),
-            int(config("min.compaction.lag.ms")),
-            int(config("max.compaction.lag.ms")),
-            int(config("delete.retention.ms")),
-            int(config("segment.ms")),
-            int(config("segment.bytes")),
-            None if codec == "producer" else CODEC_IDS[codec],
-            int(config("max.message.bytes")),
-        )
-
     @property
     def segment_window_ms(self) -> int:
         """Kafka rolls a compacted topic's segments at min(segment.ms,
         max.compaction.lag.ms) (LogConfig.maxSegmentMs)."""
         return max(min(self.segment_ms, self.max_compaction_lag_ms), 1)
-
-
-def is_compacted(cleanup_policy: str) -> bool:
-    """`compact` or `compact,delete`."""
-    return "compact" in {p.strip() for p in cleanup_policy.split(",")}
 
 
 # -- the clean mark -----------------------------------------------------------------
