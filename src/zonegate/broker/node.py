@@ -272,7 +272,6 @@ class Node:
     def _place(self, count: int, current: list[int]) -> list[int]:
         return place(count, self.membership.live_nodes(), current)
 
-
     async def refresh_catalog(self) -> None:
         await self.membership.renew()
         await self.catalog.refresh()
