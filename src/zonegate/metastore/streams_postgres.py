@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from zonegate.metastore.streams_sqlite import _batches_json
+from zonegate.metastore.streams_sqlite import _ENTRY, _batches_json
 from zonegate.metastore.tables_postgres import Db, PostgresTables
 from zonegate.storage.index import (
     IndexEntry,
@@ -223,7 +223,6 @@ class StreamTables(PostgresTables):
 
 
 _MAX_OFFSET = (1 << 63) - 1
-_ENTRY = "base_offset, last_offset, object_key, position, length, max_timestamp, append_ms"
 
 
 async def _insert_entries(db: Db, rows: Sequence[tuple[int, IndexEntry]]) -> None:
