@@ -15,7 +15,7 @@ from zonegate.analytics.facts import FACT_KEYS, FACTS_SCHEMA, arrow_facts
 from zonegate.analytics.source import locate
 from zonegate.analytics.synthetic import Truth
 from zonegate.analytics.tables import LEADER_RPCS, NO_CLIENT_ID, NO_TOPIC, report_tables
-from zonegate.cost_model import UsageTotals, cost_of_usage, kafka_baseline, price_table, usage_rates
+from zonegate.cost_model import UsageTotals, cost_of_usage, kafka_cost, price_table, usage_rates
 
 pytestmark = pytest.mark.integration
 AWS = price_table("aws", "us-east-1")
@@ -154,7 +154,7 @@ def test_costs_add_up_to_cost_of_usage_of_the_totals(report: tuple[Any, Truth, P
 
 def test_kafka_baseline_from_the_same_traffic(report: tuple[Any, Truth, Path]) -> None:
     result, truth, _ = report
-    kafka = kafka_baseline(
+    kafka = kafka_cost(
         truth.produce_bytes,
         truth.fetch_bytes,
         truth.stored_byte_seconds,

@@ -96,7 +96,7 @@ def test_every_client_reads_compacted_partitions_and_rows_stay_few(
     assert 0 < stream_rows <= streamed // 60_000 + 3, (rows, streamed)
     leader = node.nodes[0].local_leader
     for sid in rows:
-        _, tail = node.call(leader.tail(sid))
+        _, tail = node.call(leader.changes.tail(sid))
         assert sum(e.length for e in tail) < 65536
 
     expected = sorted((p, o, r.key, r.value) for (p, o), r in zip(offsets, recs, strict=True))

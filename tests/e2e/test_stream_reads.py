@@ -64,7 +64,7 @@ def _rewrite_into_stream_objects(node: InProcessNode) -> list[tuple[str, int]]:
     segment_ms = n.catalog.rules(topic).segmenting.segment_ms
 
     async def rewrite() -> list[tuple[str, int]]:
-        epoch, tail = await n.local_leader.tail(sid)
+        epoch, tail = await n.local_leader.changes.tail(sid)
         assert not any(is_stream_key(e.object_key) for e in tail)
         cuts: list[list[IndexEntry]] = [[]]
         size, rest = 0, sum(e.length for e in tail)
@@ -85,7 +85,7 @@ def _rewrite_into_stream_objects(node: InProcessNode) -> list[tuple[str, int]]:
                 )
                 await n.store.put(obj.key, obj.data)
             assert len(obj.entries) < len(entries) / 10  # chunks of many batches
-            assert await n.local_leader.swap(sid, epoch, entries, obj.entries)
+            assert await n.local_leader.changes.swap(sid, epoch, entries, obj.entries)
             made.append((obj.key, len(obj.data)))
         return made
 

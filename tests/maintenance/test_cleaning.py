@@ -28,7 +28,7 @@ class _CleaningRig(_Rig):
         super().__init__(tmp, clock)
         config = CleanerConfig(delete_retention_ms=HOUR, segment_ms=_SEG)
         self.compactor = Compactor(
-            self.leader,
+            self.leader.changes,
             self.store,
             self.reader.read,
             lambda: [Target(self.sid, _SEG, 1 << 30, config)],
@@ -79,7 +79,7 @@ def test_the_compactors_pass_cleans_a_compacted_partition(tmp_path: Path) -> Non
         assert [r[1] for r in await rig.latest()] == [b"k%d" % k for k in range(1, 10)]
         # A new leader over the same store reads the same.
         rig.leader = LeaderService(rig.meta, rig.clock)
-        _, hwm, entries, _ = await rig.leader.cleaning_view(rig.sid)
+        _, hwm, entries, _ = await rig.leader.changes.cleaning_view(rig.sid)
         assert hwm == 501 and entries[-1].last_offset == 500  # the last offset kept
         await rig.meta.close()
 
@@ -93,19 +93,19 @@ def test_a_refused_cleaning_swap_deletes_its_objects(tmp_path: Path) -> None:
         for u in range(5):
             await rig.produce_keyed([(b"a", b"%d" % u), (b"b", b"%d" % u)])
         await rig.clock.advance(2 * HOUR / 1000)
-        real_swap = rig.leader.swap
+        real_swap = rig.leader.changes.swap
 
         async def truncating_swap(sid, epoch, old, new):  # type: ignore[no-untyped-def]
             if any(clean_mark(e.object_key)[0] for e in new):
                 await rig.leader.delete_records(sid, 10)  # lands between PUT and swap
             return await real_swap(sid, epoch, old, new)
 
-        rig.leader.swap = truncating_swap  # type: ignore[method-assign]
+        rig.leader.changes.swap = truncating_swap  # type: ignore[method-assign]
         await rig.compactor.run_once()
         assert rig.compactor.cleaning.swaps_refused == 1
         keys = await rig.store.list("streams/")
         assert not any(clean_mark(o.key)[0] for o in keys)  # the cleaned objects went at once
-        rig.leader.swap = real_swap  # type: ignore[method-assign]
+        rig.leader.changes.swap = real_swap  # type: ignore[method-assign]
         for u in range(2):
             await rig.produce_keyed([(b"a", b"%d" % u), (b"b", b"%d" % u)])
         await rig.clock.advance(2 * HOUR / 1000)

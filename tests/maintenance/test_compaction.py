@@ -71,7 +71,7 @@ class _Rig:
         self.sid = -1
         self.n = 0
         self.compactor = Compactor(
-            self.leader,
+            self.leader.changes,
             self.store,
             self.reader.read,
             lambda: [Target(self.sid, _SEG, 1 << 30)],
@@ -155,7 +155,7 @@ def test_compaction_rewrites_the_tail_and_reads_see_the_same_records(tmp_path: P
         # Old enough: the whole rest is written; the tail is empty.
         await rig.clock.advance(60.0)
         await rig.compactor.run_once()
-        _, tail = await rig.leader.tail(rig.sid)
+        _, tail = await rig.leader.changes.tail(rig.sid)
         assert tail == [] and rig.compactor.stats.backlog_bytes == 0
         values = await rig.values()
         assert values == [b"v%06d" % i for i in range(4000)]
@@ -164,7 +164,7 @@ def test_compaction_rewrites_the_tail_and_reads_see_the_same_records(tmp_path: P
 
         # A new leader over the same store finds the stream entries and an empty tail.
         leader2 = LeaderService(rig.meta, rig.clock)
-        _, tail2 = await leader2.tail(rig.sid)
+        _, tail2 = await leader2.changes.tail(rig.sid)
         assert tail2 == []
         rig.leader = leader2
         assert await rig.values() == values
@@ -181,7 +181,7 @@ def test_a_swap_is_refused_when_the_range_changed_or_the_leader_moved(tmp_path: 
         rig = _Rig(tmp_path, ManualClock())
         await rig.setup()
         await rig.produce(10)
-        epoch, tail = await rig.leader.tail(rig.sid)
+        epoch, tail = await rig.leader.changes.tail(rig.sid)
         blobs = await rig.reader.read(tail)
         from zonegate.storage.stream_objects import build_stream_object
 
@@ -190,12 +190,12 @@ def test_a_swap_is_refused_when_the_range_changed_or_the_leader_moved(tmp_path: 
         )
         # DeleteRecords took the first entry meanwhile: the swap would resurrect it.
         await rig.leader.delete_records(rig.sid, 5)
-        assert not await rig.leader.swap(rig.sid, epoch, tail, obj.entries)
+        assert not await rig.leader.changes.swap(rig.sid, epoch, tail, obj.entries)
         assert await rig.values() == [b"v%06d" % i for i in range(5, 50)]
         # The leader moved: fenced.
-        epoch, tail = await rig.leader.tail(rig.sid)
+        epoch, tail = await rig.leader.changes.tail(rig.sid)
         await rig.meta.move_partitions([(rig.sid, 9)])
-        assert not await rig.leader.swap(rig.sid, epoch, tail, obj.entries)
+        assert not await rig.leader.changes.swap(rig.sid, epoch, tail, obj.entries)
         rows = await rig.meta.read_index(rig.sid)
         assert not any(is_stream_key(e.object_key) for e in rows)
         await rig.meta.close()
@@ -209,17 +209,17 @@ def test_a_refused_swap_deletes_its_object_and_the_next_pass_replans(tmp_path: P
         await rig.setup()
         await rig.produce(10)
         await rig.clock.advance(120.0)
-        real_swap = rig.leader.swap
+        real_swap = rig.leader.changes.swap
 
         async def truncating_swap(sid, epoch, old, new):  # type: ignore[no-untyped-def]
             await rig.leader.delete_records(sid, 5)  # retention lands between PUT and swap
             return await real_swap(sid, epoch, old, new)
 
-        rig.leader.swap = truncating_swap  # type: ignore[method-assign]
+        rig.leader.changes.swap = truncating_swap  # type: ignore[method-assign]
         await rig.compactor.run_once()
         assert rig.compactor.stats.swaps_refused == 1
         assert await rig.store.list("streams/") == []  # the wasted object went at once
-        rig.leader.swap = real_swap  # type: ignore[method-assign]
+        rig.leader.changes.swap = real_swap  # type: ignore[method-assign]
         await rig.compactor.run_once()
         assert rig.compactor.stats.objects_written == 1
         assert len(await rig.store.list("streams/")) == 1

@@ -30,7 +30,9 @@ def test_retention_drops_the_expired_segments_through_the_leader(tmp_path: Path)
         rule = RetentionRule(retention_ms=2500, retention_bytes=-1)
         targets: list[tuple[PartitionInfo, RetentionRule]] = [(part, rule)]
         woken: list[bool] = []
-        retention = Retention(lambda: targets, leader, clock, on_dropped=lambda: woken.append(True))
+        retention = Retention(
+            lambda: targets, leader.changes, clock, on_dropped=lambda: woken.append(True)
+        )
         n = 0
         for _ in range(3):  # three segments of one second's window each, 3 x 100 bytes
             batches = [
@@ -65,8 +67,8 @@ def test_retention_drops_the_expired_segments_through_the_leader(tmp_path: Path)
         assert retention.stats.segments_deleted == 1 and woken == [True]
 
         # A truncation decided at an epoch the leader no longer holds changes nothing.
-        head = await leader.head(part.stream_id)
-        assert not await leader.truncate(part.stream_id, head.leader_epoch + 1, 6)
+        head = await leader.changes.head(part.stream_id)
+        assert not await leader.changes.truncate(part.stream_id, head.leader_epoch + 1, 6)
         assert (await leader.offsets(part.stream_id))[0] == 3
         await meta.close()
 

@@ -77,6 +77,17 @@ def test_truncated_body_is_the_peers_fault() -> None:
         decode_request(frame, h, off)
 
 
+def test_bad_header_tagged_fields_are_the_peers_fault() -> None:
+    # Metadata v12, client id "c", then the header's tagged fields: a count whose varint
+    # ends with the frame, then a count that runs on too long.
+    head = bytes.fromhex("0003000c00000001000163")
+    for tail, reason in ((b"\x80", "runs past the end"), (b"\xff" * 6, "longer than 5 bytes")):
+        frame = head + tail
+        h, off = peek_header(frame)
+        with pytest.raises(PeerProtocolError, match=f"request header tagged fields: .*{reason}"):
+            decode_request(frame, h, off)
+
+
 def test_response_round_trip_with_flexible_header() -> None:
     resp = make(
         MetadataResponse,

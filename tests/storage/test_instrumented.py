@@ -56,6 +56,21 @@ def test_transient_faults_within_the_retry_budget_are_absorbed() -> None:
     run(body())
 
 
+def test_without_a_sleep_given_the_backoff_waits_on_the_clock() -> None:
+    async def body() -> None:
+        clock = ManualClock()
+        store = InstrumentedObjectStore(MemoryStore(), retries=1, clock=clock)
+        store.inject_fault("put", TransientObjectStoreError("503 SlowDown"))
+        put = asyncio.ensure_future(store.put("k", b"data"))
+        await spin()
+        assert not put.done() and store.stats().put_requests == 0  # backing off
+        await clock.advance(0.05)  # the first backoff's cap
+        await put
+        assert store.stats().put_requests == 1
+
+    run(body())
+
+
 def test_transient_faults_beyond_the_budget_fail_the_call() -> None:
     async def body() -> None:
         store, _ = wrap(retries=2)

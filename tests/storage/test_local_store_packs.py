@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.storage.fakes import MemoryStore, run, spin
+from zonegate.runtime.clock import ManualClock
 from zonegate.storage import local_store
 from zonegate.storage.instrumented import InstrumentedObjectStore
 from zonegate.storage.local_store import LocalObjectStore
@@ -107,6 +108,29 @@ def test_packs_roll_at_pack_bytes_and_large_objects_get_a_file_of_their_own(
 
     run(body())
     assert len(_files(tmp_path)) == 3
+
+
+def test_a_pack_file_ages_on_the_clock_the_store_was_opened_with(tmp_path: Path) -> None:
+    clock = ManualClock()
+    # A grace of 10 s: packs take new objects for at most 5 s.
+    store = open_object_store(tmp_path.as_uri(), gc_orphan_grace_ms=10_000, clock=clock)
+
+    async def body() -> None:
+        def pack_of(key: str) -> str:
+            packed = parse_packed_key(key)
+            assert packed is not None
+            return packed.pack
+
+        first = [await store.put_new(f"wal/1/{i:06d}-ab", _payload(i)) for i in range(2)]
+        await clock.advance(5.0)
+        first.append(await store.put_new("wal/1/000002-ab", _payload(2)))  # not past 5 s
+        await clock.advance(0.5)
+        later = await store.put_new("wal/1/000003-ab", _payload(3))
+        packs = {pack_of(k) for k in first}
+        assert len(packs) == 1 and pack_of(later) not in packs
+        await store.close()
+
+    run(body())
 
 
 def test_pack_names_and_packed_keys_are_refused_where_they_do_not_belong(tmp_path: Path) -> None:

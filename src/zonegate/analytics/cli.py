@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from zonegate.cost_model.cli import add_price_arguments, chosen_prices
+
 # On one machine the in-process engine was faster at every size measured, up to
 # 278 MB of records (docs/report.md, "How long it takes"); past this much a single
 # process's run grows to minutes, and Spark can spread the scan over more cores or
@@ -62,18 +64,7 @@ def register(subparsers: Any) -> None:
         help="Spark master, e.g. spark://host:7077 or local[4]; giving one runs the Spark "
         "engine (default: local[*], Spark in this process on every core, when Spark runs)",
     )
-    p.add_argument("--provider", default="aws", help="price table: aws, gcp or azure (default aws)")
-    p.add_argument(
-        "--region",
-        default=None,
-        help="region of the price table (default: the provider's first region, us-east-1 for aws)",
-    )
-    p.add_argument(
-        "--storage-class",
-        choices=("standard", "express"),
-        default="standard",
-        help="S3 Standard or S3 Express One Zone prices (default standard)",
-    )
+    add_price_arguments(p)
     p.add_argument(
         "--s3-endpoint",
         metavar="URL",
@@ -102,12 +93,11 @@ def use_spark(engine: str, master: str | None, usage_bytes: int) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zonegate.cost_model.price_tables import default_region, price_table
     from zonegate.cost_model.prices import UnknownPrice
     from zonegate.usage.schema import UsageInputError
 
     try:
-        prices = price_table(args.provider, args.region or default_region(args.provider))
+        prices = chosen_prices(args)
         prices.object_storage(args.storage_class)
     except UnknownPrice as exc:
         return _fail(str(exc))

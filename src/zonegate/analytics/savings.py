@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zonegate.cost_model.breakdown import CostBreakdown
-from zonegate.cost_model.measured import kafka_baseline
+from zonegate.cost_model.kafka import kafka_cost
 from zonegate.cost_model.prices import PriceTable
 
 
@@ -56,11 +56,11 @@ def measured_breakdown(daily_rows: Sequence[Mapping[str, Any]]) -> CostBreakdown
 def kafka_for_day(
     row: Mapping[str, Any], zones: int, prices: PriceTable, *, fetch_from_follower: bool
 ) -> CostBreakdown:
-    return kafka_baseline(
+    return kafka_cost(
         float(row["produce_bytes"] or 0),
         float(row["fetch_bytes"] or 0),
         float(row["stored_byte_seconds"] or 0),
-        zones,
+        max(zones, 1),  # records that name no zone: one, not a division by zero
         prices,
         fetch_from_follower=fetch_from_follower,
     )

@@ -85,6 +85,7 @@ class Node:
             config.store_url,
             endpoint_url=config.s3_endpoint,
             gc_orphan_grace_ms=config.gc_orphan_grace_ms,
+            clock=clock,
         )
         # Every object-store call of the node waits for its grant (docs/qos.md).
         self.qos = QosScheduler(config.qos, clock)

@@ -1,11 +1,11 @@
 """Price tables and pure cost functions, shared by `zonegate cost` and the report job."""
 
 from zonegate.cost_model.breakdown import LINE_ITEMS, MONTH_S, CostBreakdown
+from zonegate.cost_model.kafka import kafka_cost
 from zonegate.cost_model.measured import (
     UsageRates,
     UsageTotals,
     cost_of_usage,
-    kafka_baseline,
     usage_rates,
 )
 from zonegate.cost_model.price_tables import PRICE_TABLES, known_regions, price_table
@@ -26,7 +26,7 @@ __all__ = [
     "Workload",
     "compare",
     "cost_of_usage",
-    "kafka_baseline",
+    "kafka_cost",
     "known_regions",
     "price_table",
     "usage_rates",

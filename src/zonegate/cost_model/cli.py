@@ -94,6 +94,16 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--days", metavar="DAYS", type=float, default=30.0, help="period priced (default 30)"
     )
+    add_price_arguments(p)
+    p.add_argument(
+        "--json", action="store_true", help="print JSON instead of a table (default: a table)"
+    )
+    p.set_defaults(func=run)
+
+
+def add_price_arguments(p: argparse.ArgumentParser) -> None:
+    """The price table a command prices by: --provider, --region, --storage-class (the
+    what-if model's and the report's, read by `chosen_prices`)."""
     p.add_argument("--provider", default="aws", help="price table: aws, gcp or azure (default aws)")
     p.add_argument(
         "--region",
@@ -107,15 +117,16 @@ def register(subparsers: Any) -> None:
         default="standard",
         help="S3 Standard or S3 Express One Zone prices (default standard)",
     )
-    p.add_argument(
-        "--json", action="store_true", help="print JSON instead of a table (default: a table)"
-    )
-    p.set_defaults(func=run)
+
+
+def chosen_prices(args: argparse.Namespace) -> PriceTable:
+    """The price table `add_price_arguments` chose; UnknownPrice for an unknown one."""
+    return price_table(args.provider, args.region or default_region(args.provider))
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        prices = price_table(args.provider, args.region or default_region(args.provider))
+        prices = chosen_prices(args)
         workload = Workload(
             ingress_mib_s=args.ingress_mib_s,
             fanout=args.fanout,

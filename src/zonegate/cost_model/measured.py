@@ -3,8 +3,8 @@
 Every price is per unit of one quantity, so the cost of a table is the sum of
 its rows' costs and can be split by topic, client, zone or day. `usage_rates`
 gives the per-unit coefficients (the Spark job multiplies columns by them);
-`cost_of_usage` applies the same coefficients to totals. `kafka_baseline`
-prices the same traffic as Apache Kafka would have moved it.
+`cost_of_usage` applies the same coefficients to totals. The report prices the
+same traffic as Apache Kafka would have moved it with cost_model/kafka.py.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zonegate.cost_model.breakdown import MONTH_S, CostBreakdown
-from zonegate.cost_model.kafka import kafka_cost
 from zonegate.cost_model.prices import GIB, PriceTable
 
 
@@ -72,29 +71,4 @@ def cost_of_usage(t: UsageTotals, rates: UsageRates) -> CostBreakdown:
         s3_get=t.s3_get_requests * rates.s3_get_per_request
         + t.s3_get_bytes * rates.s3_get_per_byte,
         s3_storage=t.stored_byte_seconds * rates.storage_per_byte_second,
-    )
-
-
-def kafka_baseline(
-    produce_bytes: float,
-    consume_bytes: float,
-    stored_byte_seconds: float,
-    zones: int,
-    prices: PriceTable,
-    *,
-    rf: int = 3,
-    fetch_from_follower: bool,
-) -> CostBreakdown:
-    """Kafka moving the measured produce and fetch bytes among the measured zones.
-
-    Kafka keeps `rf` copies on disks of what zonegate kept once in object storage.
-    """
-    return kafka_cost(
-        produce_bytes,
-        consume_bytes,
-        stored_byte_seconds,
-        max(zones, 1),
-        prices,
-        rf=rf,
-        fetch_from_follower=fetch_from_follower,
     )

@@ -24,7 +24,7 @@ from zonegate.leader_forwarder.api import LeaderUnavailable
 from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
 from zonegate.leader_forwarder.proto import leader_pb2_grpc as pb_grpc
-from zonegate.storage.index import IndexEntry, UnknownStream
+from zonegate.storage.index import IndexEntry, UnknownStream, entry_values
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -36,15 +36,7 @@ BytesHook = Callable[[int, int], None]
 
 
 def entry_from_pb(e: Any) -> IndexEntry:
-    return IndexEntry(
-        e.base_offset,
-        e.last_offset,
-        e.object_key,
-        e.position,
-        e.length,
-        e.max_timestamp,
-        e.append_ms,
-    )
+    return IndexEntry(*entry_values(e))
 
 
 class RemoteLeader:

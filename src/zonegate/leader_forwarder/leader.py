@@ -10,7 +10,8 @@ Each idea lives in a module of its own, over the partitions' state
   watches;
 - log_changes.py: the log start moved (DeleteRecords, retention) and entries
   swapped for their rewrite (compaction, cleaning), with the views the
-  storage jobs (maintenance/) decide on.
+  storage jobs (maintenance/) decide on; the jobs hold it directly
+  (`LeaderService.changes`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from kio.schema.errors import ErrorCode
 
 from zonegate.leader_forwarder.index_reads import IndexReads
-from zonegate.leader_forwarder.log_changes import HeadView, LogChanges
+from zonegate.leader_forwarder.log_changes import LogChanges
 from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
 from zonegate.leader_forwarder.partitions import PartitionStates
 from zonegate.leader_forwarder.sequencer import Sequencer
@@ -45,6 +46,12 @@ class LeaderService:
     @property
     def commit_cycles(self) -> int:
         return self._sequencer.commit_cycles
+
+    @property
+    def changes(self) -> LogChanges:
+        """The fenced log changes and their views, which the storage jobs (maintenance/)
+        hold directly: the leader's contract and its RPCs carry only DeleteRecords."""
+        return self._changes
 
     # -- partition state ------------------------------------------------------
     def forget(self, stream_ids: Iterable[int]) -> None:
@@ -83,26 +90,3 @@ class LeaderService:
     # -- the log start, and rewrites (log_changes.py) -------------------------------
     async def delete_records(self, stream_id: int, offset: int) -> tuple[ErrorCode, int]:
         return await self._changes.delete_records(stream_id, offset)
-
-    async def head(self, stream_id: int) -> HeadView:
-        return await self._changes.head(stream_id)
-
-    async def truncate(self, stream_id: int, leader_epoch: int, offset: int) -> bool:
-        return await self._changes.truncate(stream_id, leader_epoch, offset)
-
-    async def tail(self, stream_id: int) -> tuple[int, list[IndexEntry]]:
-        return await self._changes.tail(stream_id)
-
-    async def swap(
-        self,
-        stream_id: int,
-        leader_epoch: int,
-        old: Sequence[IndexEntry],
-        new: Sequence[IndexEntry],
-    ) -> bool:
-        return await self._changes.swap(stream_id, leader_epoch, old, new)
-
-    async def cleaning_view(
-        self, stream_id: int
-    ) -> tuple[int, int, list[IndexEntry], dict[int, int]]:
-        return await self._changes.cleaning_view(stream_id)

@@ -49,14 +49,7 @@ class LeaderPeers:
             peer_zone = rec.zone
 
             def count(bytes_out: int, bytes_in: int) -> None:
-                self._accounting.add(
-                    FORWARD_RPC,
-                    peer_zone=peer_zone,
-                    leader_zone=peer_zone,
-                    bytes_in=bytes_in,
-                    bytes_out=bytes_out,
-                    requests=1,
-                )
+                self._count(peer_zone, peer_zone, bytes_in, bytes_out)
 
             remote = RemoteLeader(
                 f"{rec.rpc_host}:{rec.rpc_port}",
@@ -70,10 +63,14 @@ class LeaderPeers:
     def served(self, from_node: int, bytes_in: int, bytes_out: int) -> None:
         """Counts a call this node's leader answered, against the calling node's zone."""
         zone = self._nodes.zone_of(from_node) if from_node >= 0 else ""
+        self._count(zone, self._zone, bytes_in, bytes_out)
+
+    def _count(self, peer_zone: str, leader_zone: str, bytes_in: int, bytes_out: int) -> None:
+        """One leader RPC between this node and a peer, in the usage accounting."""
         self._accounting.add(
             FORWARD_RPC,
-            peer_zone=zone,
-            leader_zone=self._zone,
+            peer_zone=peer_zone,
+            leader_zone=leader_zone,
             bytes_in=bytes_in,
             bytes_out=bytes_out,
             requests=1,

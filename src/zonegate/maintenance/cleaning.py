@@ -8,7 +8,7 @@ dirty part is read to map each key's latest offset, then the clean and dirty
 parts are read again in groups of about `--stream-object-bytes`, cleaned and
 PUT as objects with the clean mark (crash point `cleaning:after-upload`), and
 all their entries swapped for the ones cleaned in one transaction fenced by
-the leader epoch (`LeaderService.swap`, crash points `compaction:after-swap`
+the leader epoch (`LogChanges.swap`, crash points `compaction:after-swap`
 and `cleaning:after-swap`). A refused swap deletes the objects at once; the
 ones replaced go by object GC. Reads, builds and PUTs go through the
 compaction I/O class, the CPU work to a thread.
@@ -21,7 +21,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from zonegate.leader_forwarder.leader import LeaderService
+from zonegate.leader_forwarder.log_changes import LogChanges
 from zonegate.runtime.clock import Clock
 from zonegate.runtime.crash import crash_point
 from zonegate.storage.cleaner import (
@@ -49,7 +49,7 @@ class CleaningTotals:
 
 
 async def clean_partition(
-    leader: LeaderService,
+    changes: LogChanges,
     store: ObjectStore,
     read: Callable[[Sequence[IndexEntry]], Awaitable[list[bytes]]],
     clock: Clock,
@@ -60,7 +60,7 @@ async def clean_partition(
     totals: CleaningTotals,
 ) -> bool:
     """Cleans the partition if it is due; whether it swapped cleaned objects in."""
-    epoch, high_watermark, entries, producers = await leader.cleaning_view(stream_id)
+    epoch, high_watermark, entries, producers = await changes.cleaning_view(stream_id)
     now = clock.wall_ms()
     plan = plan_cleaning(entries, config, now, stable_offset=high_watermark)
     if plan is None or not plan.due:
@@ -102,7 +102,7 @@ async def clean_partition(
             await asyncio.shield(store.delete_many(keys))
         raise
     crash_point("cleaning:after-upload")
-    swapped = await leader.swap(stream_id, epoch, old, new)
+    swapped = await changes.swap(stream_id, epoch, old, new)
     totals.bytes_read += stats.bytes_read
     totals.records_read += stats.records_read
     totals.records_kept += stats.records_kept

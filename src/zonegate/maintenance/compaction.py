@@ -17,7 +17,7 @@ object, the log cache first), build the object and its chunk entries
 (storage/stream_objects.py, in a worker thread so the event loop keeps
 serving), PUT it (crash point `compaction:after-upload`: an orphan that
 object GC deletes after its grace), and swap the entries in one metadata
-transaction fenced by the leader epoch (`LeaderService.swap`, crash point
+transaction fenced by the leader epoch (`LogChanges.swap`, crash point
 `compaction:after-swap`). A swap refused (retention or DeleteRecords took a
 part of the range meanwhile, or the leader moved) wastes the work: the object
 no row names is deleted at once. The WAL objects the range lay in become
@@ -36,7 +36,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from zonegate.leader_forwarder.leader import LeaderService
+from zonegate.leader_forwarder.log_changes import LogChanges
 from zonegate.maintenance.cleaning import CleaningTotals, clean_partition
 from zonegate.maintenance.targets import Target
 from zonegate.runtime.clock import Clock
@@ -102,14 +102,14 @@ def plan(
 class Compactor:
     def __init__(
         self,
-        leader: LeaderService,
+        changes: LogChanges,
         store: ObjectStore,
         read: Callable[[Sequence[IndexEntry]], Awaitable[list[bytes]]],
         targets: Callable[[], list[Target]],
         clock: Clock,
         settings: CompactionSettings | None = None,
     ) -> None:
-        self._leader = leader
+        self._changes = changes
         self._store = store
         self._read = read
         self._targets = targets
@@ -125,7 +125,7 @@ class Compactor:
             for target in self._targets():
                 try:
                     await self._compact(target)
-                    _, tail = await self._leader.tail(target.stream_id)
+                    _, tail = await self._changes.tail(target.stream_id)
                 except UnknownStream:
                     continue  # deleted meanwhile
                 except Exception:
@@ -143,13 +143,13 @@ class Compactor:
         self.stats.passes += 1  # counted once done, with the figures above as of it
 
     async def _compact(self, target: Target) -> None:
-        epoch, tail = await self._leader.tail(target.stream_id)
+        epoch, tail = await self._changes.tail(target.stream_id)
         for run in plan(tail, self._clock.wall_ms(), target, self._settings):
             if not await self._rewrite(target, epoch, run):
                 return  # refused: the tail changed under us; the next pass replans
         if target.cleaning is not None:
             await clean_partition(
-                self._leader,
+                self._changes,
                 self._store,
                 self._read,
                 self._clock,
@@ -172,7 +172,7 @@ class Compactor:
         del blobs
         await self._store.put(obj.key, obj.data)
         crash_point("compaction:after-upload")
-        swapped = await self._leader.swap(target.stream_id, epoch, run, obj.entries)
+        swapped = await self._changes.swap(target.stream_id, epoch, run, obj.entries)
         self.stats.seconds_busy += self._clock.monotonic() - started
         if not swapped:
             self.stats.swaps_refused += 1

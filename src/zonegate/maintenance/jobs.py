@@ -52,10 +52,10 @@ class StorageMaintenance:
         # at once, so what it frees waits only its grace, not a GC interval besides.
         self._gc_wake = asyncio.Event()
         self.retention = Retention(
-            led.retention_targets, leader, clock, on_dropped=self._gc_wake.set
+            led.retention_targets, leader.changes, clock, on_dropped=self._gc_wake.set
         )
         self.compactor = Compactor(
-            leader, store, read, led.compaction_targets, clock, settings.compaction
+            leader.changes, store, read, led.compaction_targets, clock, settings.compaction
         )
         self.gc = ObjectGc(store, index, clock, settings.gc)
 

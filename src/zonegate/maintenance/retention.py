@@ -5,7 +5,7 @@ storage/segments.py draws them), pure. Execution: every
 `log.retention.check.interval.ms` the node walks the partitions it leads whose
 topic's `cleanup.policy` includes `delete` (maintenance/targets.py), reads
 each one's segments from its leader, and where the policy moves the start,
-has the leader move it (`LeaderService.truncate`): the log start moves and
+has the leader move it (`LogChanges.truncate`): the log start moves and
 the index entries wholly below it go, in one transaction fenced by the leader
 epoch. Object GC reclaims the objects no entry names any more
 (maintenance/gc.py). docs/storage.md has the design.
@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from zonegate.leader_forwarder.leader import LeaderService
+from zonegate.leader_forwarder.log_changes import LogChanges
 from zonegate.maintenance.targets import RetentionRule
 from zonegate.metastore.models import PartitionInfo
 from zonegate.runtime.clock import Clock
@@ -78,12 +78,12 @@ class Retention:
     def __init__(
         self,
         targets: Callable[[], list[tuple[PartitionInfo, RetentionRule]]],
-        leader: LeaderService,
+        changes: LogChanges,
         clock: Clock,
         on_dropped: Callable[[], None] | None = None,
     ) -> None:
         self._targets = targets
-        self._leader = leader
+        self._changes = changes
         self._clock = clock
         self._on_dropped = on_dropped
         self.stats = RetentionStats()
@@ -112,7 +112,7 @@ class Retention:
 
     async def _apply(self, stream_id: int, rule: RetentionRule) -> tuple[int, int]:
         """The segments and bytes the partition's retention dropped now."""
-        head = await self._leader.head(stream_id)
+        head = await self._changes.head(stream_id)
         start = retention_start(
             head.segments,
             head.high_watermark,
@@ -122,7 +122,7 @@ class Retention:
         )
         if start is None or start <= head.log_start_offset:
             return 0, 0
-        if not await self._leader.truncate(stream_id, head.leader_epoch, start):
+        if not await self._changes.truncate(stream_id, head.leader_epoch, start):
             return 0, 0  # no longer led at that epoch; the next pass decides again
         gone = [s for s in head.segments if s.last_offset < start]
         return len(gone), sum(s.bytes for s in gone)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from zonegate.metastore.streams_sqlite import _batches_json
+from zonegate.metastore.streams_sqlite import _ENTRY, _batches_json
 from zonegate.metastore.tables_postgres import Db, PostgresTables
 from zonegate.storage.index import (
     IndexEntry,
@@ -101,21 +101,7 @@ class StreamTables(PostgresTables):
                 [c.stream_id for c in live],
                 [c.next_offset for c in live],
             )
-            rows = [(c.stream_id, e) for c in live for e in c.entries]
-            await db.execute(
-                "INSERT INTO stream_index (stream_id, base_offset, last_offset, object_key, "
-                "position, length, max_timestamp, append_ms) SELECT * FROM unnest("
-                "$1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::bigint[], "
-                "$6::bigint[], $7::bigint[], $8::bigint[])",
-                [sid for sid, _ in rows],
-                [e.base_offset for _, e in rows],
-                [e.last_offset for _, e in rows],
-                [e.object_key for _, e in rows],
-                [e.position for _, e in rows],
-                [e.length for _, e in rows],
-                [e.max_timestamp for _, e in rows],
-                [e.append_ms for _, e in rows],
-            )
+            await _insert_entries(db, [(c.stream_id, e) for c in live for e in c.entries])
             producers = [(c.stream_id, p) for c in live for p in c.producers]
             if producers:
                 await db.execute(
@@ -213,21 +199,7 @@ class StreamTables(PostgresTables):
                 stream_id,
                 bases,
             )
-            rows = [e for e in new if e.last_offset >= start]
-            await db.execute(
-                "INSERT INTO stream_index (stream_id, base_offset, last_offset, object_key, "
-                "position, length, max_timestamp, append_ms) SELECT $1, * FROM unnest("
-                "$2::bigint[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], "
-                "$7::bigint[], $8::bigint[])",
-                stream_id,
-                [e.base_offset for e in rows],
-                [e.last_offset for e in rows],
-                [e.object_key for e in rows],
-                [e.position for e in rows],
-                [e.length for e in rows],
-                [e.max_timestamp for e in rows],
-                [e.append_ms for e in rows],
-            )
+            await _insert_entries(db, [(stream_id, e) for e in new if e.last_offset >= start])
             return True
 
         return await self._tx(fn)
@@ -251,7 +223,23 @@ class StreamTables(PostgresTables):
 
 
 _MAX_OFFSET = (1 << 63) - 1
-_ENTRY = "base_offset, last_offset, object_key, position, length, max_timestamp, append_ms"
+
+
+async def _insert_entries(db: Db, rows: Sequence[tuple[int, IndexEntry]]) -> None:
+    """Inserts (stream id, entry) rows in one statement: a column array each, unnested."""
+    await db.execute(
+        f"INSERT INTO stream_index (stream_id, {_ENTRY}) SELECT * FROM unnest("
+        "$1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::bigint[], "
+        "$6::bigint[], $7::bigint[], $8::bigint[])",
+        [sid for sid, _ in rows],
+        [e.base_offset for _, e in rows],
+        [e.last_offset for _, e in rows],
+        [e.object_key for _, e in rows],
+        [e.position for _, e in rows],
+        [e.length for _, e in rows],
+        [e.max_timestamp for _, e in rows],
+        [e.append_ms for _, e in rows],
+    )
 
 
 async def _fenced_log_start(db: Db, stream_id: int, leader_epoch: int) -> int:

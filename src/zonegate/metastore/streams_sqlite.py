@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from zonegate.metastore.tables_sqlite import SqliteTables
 from zonegate.storage.index import (
+    INDEX_ENTRY_FIELDS,
     IndexEntry,
     LeaderEpochFenced,
     PartitionCommit,
@@ -17,6 +18,7 @@ from zonegate.storage.index import (
     ProducerBatch,
     ProducerEntry,
     UnknownStream,
+    entry_values,
 )
 
 
@@ -95,22 +97,7 @@ class StreamTables(SqliteTables):
                 [(c.next_offset, c.stream_id) for c in live],
             )
             db.executemany(
-                "INSERT INTO stream_index (stream_id, base_offset, last_offset, object_key, "
-                "position, length, max_timestamp, append_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        c.stream_id,
-                        e.base_offset,
-                        e.last_offset,
-                        e.object_key,
-                        e.position,
-                        e.length,
-                        e.max_timestamp,
-                        e.append_ms,
-                    )
-                    for c in live
-                    for e in c.entries
-                ],
+                _INSERT_ENTRY, [(c.stream_id, *entry_values(e)) for c in live for e in c.entries]
             )
             db.executemany(
                 "INSERT OR REPLACE INTO producer_state "
@@ -193,9 +180,8 @@ class StreamTables(SqliteTables):
                 [(stream_id, e.base_offset) for e in old],
             )
             db.executemany(
-                "INSERT INTO stream_index (stream_id, base_offset, last_offset, object_key, "
-                "position, length, max_timestamp, append_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [(stream_id, *_row(e)) for e in new if e.last_offset >= start],
+                _INSERT_ENTRY,
+                [(stream_id, *entry_values(e)) for e in new if e.last_offset >= start],
             )
             return True
 
@@ -220,19 +206,8 @@ class StreamTables(SqliteTables):
 
 
 _MAX_OFFSET = (1 << 63) - 1
-_ENTRY = "base_offset, last_offset, object_key, position, length, max_timestamp, append_ms"
-
-
-def _row(e: IndexEntry) -> tuple[int, int, str, int, int, int, int]:
-    return (
-        e.base_offset,
-        e.last_offset,
-        e.object_key,
-        e.position,
-        e.length,
-        e.max_timestamp,
-        e.append_ms,
-    )
+_ENTRY = ", ".join(INDEX_ENTRY_FIELDS)
+_INSERT_ENTRY = f"INSERT INTO stream_index (stream_id, {_ENTRY}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 def _fenced_log_start(db: sqlite3.Connection, stream_id: int, leader_epoch: int) -> int:

@@ -23,7 +23,7 @@ from kio.serial import entity_writer
 from kio.static.constants import EntityType
 from kio.static.protocol import RequestPayload, ResponsePayload
 
-from zonegate.proxy.decoder import MalformedMessage, message_reader
+from zonegate.proxy.decoder import MalformedMessage, message_reader, read_uvarint
 from zonegate.proxy.errors import PeerProtocolError
 from zonegate.proxy.legacy_schema import payload_class
 
@@ -136,30 +136,17 @@ def peek_header(frame: bytes) -> tuple[RequestHeader, int]:
 
 
 def _skip_tagged_fields(frame: bytes, offset: int) -> int:
-    count, offset = _read_uvarint(frame, offset)
-    for _ in range(count):
-        _tag, offset = _read_uvarint(frame, offset)
-        size, offset = _read_uvarint(frame, offset)
-        offset += size
+    try:
+        count, offset = read_uvarint(frame, offset)
+        for _ in range(count):
+            _tag, offset = read_uvarint(frame, offset)
+            size, offset = read_uvarint(frame, offset)
+            offset += size
+    except MalformedMessage as exc:
+        raise PeerProtocolError(f"request header tagged fields: {exc.reason}") from None
     if offset > len(frame):
         raise PeerProtocolError("request header tagged fields run past the frame")
     return offset
-
-
-def _read_uvarint(data: bytes, offset: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        if offset >= len(data):
-            raise PeerProtocolError("truncated varint in request header")
-        b = data[offset]
-        offset += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, offset
-        shift += 7
-        if shift > 28:
-            raise PeerProtocolError("varint in request header is too long")
 
 
 @cache

@@ -14,9 +14,10 @@ with the offsets it vouches for.
 from __future__ import annotations
 
 import bisect
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,27 @@ class IndexEntry:
     # The leader's clock at the commit (ms); 0 for entries of a store made before it was
     # kept. Segments for retention are drawn by it (`StreamIndex.segments`).
     append_ms: int = 0
+
+
+# An entry's fields in order. The metadata stores' columns and the leader RPC's
+# message fields carry the same names, so rows and messages convert by them.
+INDEX_ENTRY_FIELDS: Final = (
+    "base_offset",
+    "last_offset",
+    "object_key",
+    "position",
+    "length",
+    "max_timestamp",
+    "append_ms",
+)
+_entry_values = operator.attrgetter(*INDEX_ENTRY_FIELDS)
+
+
+def entry_values(e: object) -> tuple[int, int, str, int, int, int, int]:
+    """The values of an entry, or of anything with its fields (a row, a message), in
+    the order of INDEX_ENTRY_FIELDS: `IndexEntry(*entry_values(x))` rebuilds one."""
+    values: tuple[int, int, str, int, int, int, int] = _entry_values(e)
+    return values
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,6 @@ the node reaches the store around it.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import random
@@ -100,9 +99,9 @@ class InstrumentedObjectStore:
         timeout_s: float = 30.0,
         backoff_base_s: float = 0.05,
         backoff_max_s: float = 2.0,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        sleep: Callable[[float], Awaitable[None]] | None = None,  # default: clock.sleep
         rng: random.Random | None = None,
-        clock: Clock = SYSTEM_CLOCK,  # for the attempts' timeouts
+        clock: Clock = SYSTEM_CLOCK,  # for the attempts' timeouts and the backoff
     ) -> None:
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
@@ -111,7 +110,7 @@ class InstrumentedObjectStore:
         self._timeout_s = timeout_s
         self._backoff_base_s = backoff_base_s
         self._backoff_max_s = backoff_max_s
-        self._sleep = sleep
+        self._sleep = sleep or clock.sleep
         self._clock = clock
         self._rng = rng or random.Random()
         self._faults: dict[str, deque[Exception]] = {op: deque() for op in OPERATIONS}

@@ -29,10 +29,10 @@ import builtins
 import contextlib
 import os
 import secrets
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.storage import pack_files
 from zonegate.storage.objects import DeletionUnit, ObjectInfo, ObjectNotFound, check_range
 from zonegate.storage.pack_files import (
@@ -64,11 +64,11 @@ class _Pack:
 
     __slots__ = ("fd", "key", "opened", "size")
 
-    def __init__(self, key: str, fd: int) -> None:
+    def __init__(self, key: str, fd: int, opened: float) -> None:
         self.key = key
         self.fd = fd
         self.size = 0
-        self.opened = time.monotonic()
+        self.opened = opened  # on the store's monotonic clock
 
 
 class LocalObjectStore:
@@ -80,11 +80,13 @@ class LocalObjectStore:
         pack_bytes: int = DEFAULT_PACK_BYTES,
         inline_bytes: int = DEFAULT_INLINE_BYTES,
         pack_max_age_s: float = DEFAULT_PACK_MAX_AGE_S,
+        clock: Clock = SYSTEM_CLOCK,  # for the pack files' age
     ) -> None:
         # A pack file takes new objects for at most this long: object GC may delete one
         # whose objects nothing names once it is older than its orphan grace, which is
         # longer, so it never deletes a file still growing (docs/storage.md).
         self._pack_max_age_s = pack_max_age_s
+        self._clock = clock
         self._root = Path(root).resolve()
         self._fsync = fsync
         self._pack_bytes = 0 if fsync else pack_bytes
@@ -161,7 +163,7 @@ class LocalObjectStore:
         pack = self._packs.get(prefix)
         if pack is not None and (
             pack.size + RECORD_HEADER_SIZE + len(data) > self._pack_bytes
-            or time.monotonic() - pack.opened > self._pack_max_age_s
+            or self._clock.monotonic() - pack.opened > self._pack_max_age_s
         ):
             self._close_pack(prefix)
             pack = None
@@ -185,7 +187,7 @@ class LocalObjectStore:
     def _open_pack(self, prefix: str) -> _Pack:
         key = self._new_pack_key(prefix)
         fd = _create(str(self._path(key)), self._dirs)
-        pack = self._packs[prefix] = _Pack(key, fd)
+        pack = self._packs[prefix] = _Pack(key, fd, self._clock.monotonic())
         return pack
 
     def _close_pack(self, prefix: str) -> None:

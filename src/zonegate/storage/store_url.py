@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.storage.instrumented import InstrumentedObjectStore
 from zonegate.storage.local_store import DEFAULT_PACK_MAX_AGE_S, LocalObjectStore
 from zonegate.storage.objects import ObjectStore
@@ -26,6 +27,7 @@ def open_object_store(
     timeout_s: float = 30.0,
     fsync: bool | None = None,
     gc_orphan_grace_ms: int | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> InstrumentedObjectStore:
     """Open the backend named by `url`, wrapped in the one retry/metrics layer.
 
@@ -36,6 +38,7 @@ def open_object_store(
     deletes it. A backend whose deletion units take new objects for a while (the
     local store's pack files) stops adding to a unit well within it, so GC never
     deletes one still growing (docs/storage.md).
+    `clock`: the node's, for the attempts' timeouts and backoff and the pack files' age.
     """
     parts = urlsplit(url)
     backend: ObjectStore
@@ -53,7 +56,7 @@ def open_object_store(
             # pack_max_age_s of its opening, so its last append is long past when
             # GC may judge it an orphan by its modification time.
             pack_max_age_s = min(pack_max_age_s, gc_orphan_grace_ms / 2000)
-        backend = LocalObjectStore(path, fsync=do_fsync, pack_max_age_s=pack_max_age_s)
+        backend = LocalObjectStore(path, fsync=do_fsync, pack_max_age_s=pack_max_age_s, clock=clock)
     elif parts.scheme == "s3":
         if not parts.netloc:
             raise ValueError(f"s3 URL must name a bucket (s3://bucket/prefix): {url!r}")
@@ -76,4 +79,4 @@ def open_object_store(
     else:
         schemes = ", ".join(f"{s}://" for s in SUPPORTED_SCHEMES)
         raise ValueError(f"unsupported object store URL {url!r}: supported schemes are {schemes}")
-    return InstrumentedObjectStore(backend, retries=retries, timeout_s=timeout_s)
+    return InstrumentedObjectStore(backend, retries=retries, timeout_s=timeout_s, clock=clock)

@@ -24,47 +24,26 @@ from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.services.api import OffsetAnswer
 
 API_KEY = 2
 
 
-async def _handle_v0(ctx: RequestContext, request: Any) -> Any:
-    part_cls = cls(ctx, "ListOffsetsPartitionResponse")
-    topics = []
-    for t in request.topics:
-        answers = []
-        for p in t.partitions:
-            a = await ctx.services.fetch.legacy_offsets(
-                t.name, p.partition_index, p.timestamp, p.max_num_offsets
-            )
-            answers.append(
-                part_cls(
-                    partition_index=p.partition_index,
-                    error_code=a.error,
-                    old_style_offsets=a.offsets,
-                )
-            )
-        topics.append(cls(ctx, "ListOffsetsTopicResponse")(name=t.name, partitions=tuple(answers)))
-    return cls(ctx, "ListOffsetsResponse")(topics=tuple(topics))
-
-
 @REGISTRY.register(API_KEY, 0, 8)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    if ctx.api_version == 0:
-        return await _handle_v0(ctx, request)
     part_cls = cls(ctx, "ListOffsetsPartitionResponse")
     topics = []
     for t in request.topics:
         answers = []
         for p in t.partitions:
-            a = await ctx.services.fetch.list_offset(
-                t.name, p.partition_index, p.timestamp, max_timestamp_allowed=ctx.api_version >= 7
-            )
+            a = await _answer(ctx, t.name, p)
+            # Each version's fields only: v0 its list of offsets, v1+ the one offset.
             answers.append(
                 make(
                     part_cls,
                     partition_index=p.partition_index,
                     error_code=a.error,
+                    old_style_offsets=a.offsets,
                     timestamp=a.timestamp,
                     offset=a.offset,
                     leader_epoch=a.leader_epoch,
@@ -74,3 +53,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             make(cls(ctx, "ListOffsetsTopicResponse"), name=t.name, partitions=tuple(answers))
         )
     return make(cls(ctx, "ListOffsetsResponse"), throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+async def _answer(ctx: RequestContext, topic: str, p: Any) -> OffsetAnswer:
+    if ctx.api_version == 0:
+        return await ctx.services.fetch.legacy_offsets(
+            topic, p.partition_index, p.timestamp, p.max_num_offsets
+        )
+    return await ctx.services.fetch.list_offset(
+        topic, p.partition_index, p.timestamp, max_timestamp_allowed=ctx.api_version >= 7
+    )
