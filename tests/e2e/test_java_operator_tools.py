@@ -111,6 +111,11 @@ def test_list_shows_each_groups_type_and_state(setup: Setup) -> None:
     assert listed[CONSUMER] == ("Consumer", "Empty")
     names = _groups(setup, "--list").stdout.split()
     assert CLASSIC in names and CONSUMER in names
+    # The filters, case-insensitive as Kafka's: only empty consumer-protocol groups.
+    filtered = _groups(setup, "--list", "--state", "empty", "--type", "consumer")
+    kinds = {(r["TYPE"], r["STATE"]) for r in _rows(filtered.stdout)}
+    assert kinds == {("Consumer", "Empty")}
+    assert CONSUMER in {r["GROUP"] for r in _rows(filtered.stdout)}
 
 
 def test_describe_shows_offsets_lag_and_state_of_empty_groups(setup: Setup) -> None:
@@ -340,6 +345,17 @@ def test_delete_records_then_get_offsets(setup: Setup, tmp_path: Path) -> None:
         f"partition: {RECORDS_TOPIC}-0\tlow_watermark: 3\n"
     )
     assert _get_offsets(setup, "-2") == {0: 3, 1: 0}
+    plan.write_text(
+        json.dumps({"version": 1, "partitions": [
+            {"topic": RECORDS_TOPIC, "partition": 1, "offset": LEO + 1}]})
+    )  # fmt: skip
+    past = java_peer.tool("kafka-delete-records", "--bootstrap-server", setup.bootstrap,
+                          "--offset-json-file", str(plan))  # fmt: skip
+    assert past.stdout.splitlines()[-1] == (
+        f"partition: {RECORDS_TOPIC}-1\terror: org.apache.kafka.common.errors."
+        "OffsetOutOfRangeException: The requested offset is not within the range of offsets "
+        "maintained by the server."
+    )
     assert _get_offsets(setup, "-1") == {0: LEO, 1: LEO}
     # By time: the first offset at or after an hour ago is the first one kept.
     hour_ago = str(int(time.time() * 1000) - 3_600_000)
