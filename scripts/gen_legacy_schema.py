@@ -48,6 +48,7 @@ WANTED: list[tuple[str, int, range]] = [
     ("DeleteTopics", 20, range(0, 1)),
     ("OffsetForLeaderEpoch", 23, range(0, 2)),
     ("DescribeConfigs", 32, range(0, 1)),
+    ("DescribeLogDirs", 35, range(0, 1)),
 ]
 
 _PLAIN = {  # Kafka type -> (Python type, kafka_type metadata, import)

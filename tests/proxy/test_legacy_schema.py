@@ -23,6 +23,8 @@ from kafka.protocol.admin import (
     DeleteTopicsResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
 )
 from kafka.protocol.consumer import (
     FetchRequest,
@@ -56,6 +58,7 @@ KAFKA_PYTHON: dict[int, tuple[Any, Any]] = {
     20: (DeleteTopicsRequest, DeleteTopicsResponse),
     23: (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
     32: (DescribeConfigsRequest, DescribeConfigsResponse),
+    35: (DescribeLogDirsRequest, DescribeLogDirsResponse),
 }
 CASES = [
     (api_key, version, entity)

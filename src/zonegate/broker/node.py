@@ -59,6 +59,7 @@ from zonegate.services.api import Services
 from zonegate.services.catalog import Catalog
 from zonegate.services.cluster import ClusterSettings, NodeCluster
 from zonegate.services.groups import RoutedGroups
+from zonegate.services.log_dirs import LogDirService
 from zonegate.services.quotas import QuotaService
 from zonegate.services.read_path import ReadService
 from zonegate.services.write_path import ProduceService
@@ -240,6 +241,15 @@ class Node:
             groups=self.groups,
             accounting=self.accounting,
             quotas=self.quotas,
+            log_dirs=LogDirService(
+                # The store's location without its query (an S3 endpoint's options).
+                config.store_url.split("?", 1)[0],
+                config.node_id,
+                self.catalog.partitions,
+                self.cluster.leader_for,
+                self.local_leader.partition_bytes,
+                self.meta.read_index,
+            ),
         )
         import zonegate.proxy.handlers  # noqa: F401  (handlers register themselves)
 

@@ -66,6 +66,11 @@ class LeaderService:
         """Bytes of stored batches of the partitions this leader holds."""
         return self._partitions.stored_bytes()
 
+    async def partition_bytes(self, stream_id: int) -> int:
+        """Bytes of the stored batches of one led partition, from its segments' summary
+        (loaded from the store if not held; UnknownStream if it has none)."""
+        return (await self._partitions.get(stream_id)).summary.total_bytes
+
     # -- appends (sequencer.py) ------------------------------------------------
     async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]:
         return await self._sequencer.append(batches)

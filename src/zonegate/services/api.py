@@ -12,6 +12,8 @@ services are:
 - `ReadPath`: fetch, offsets by time, leader-epoch ends.
 - `Groups`: consumer groups and committed offsets, on whichever node
   coordinates each group.
+- `LogDirs`: the node's one log directory and the sizes of the partitions it
+  leads (DescribeLogDirs; services/log_dirs.py).
 - `ClientQuotas`: Kafka's client quotas: AlterClientQuotas and
   DescribeClientQuotas, and each client's throttle time (services/quotas.py).
 
@@ -23,7 +25,7 @@ here, so a handler imports this module and nothing else of the node.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -47,6 +49,7 @@ from zonegate.metastore.models import (
     TopicInfo,
 )
 from zonegate.services.catalog import InvalidTopic, check_topic_name
+from zonegate.services.log_dirs import PartitionSize
 from zonegate.services.quotas import QuotaChange, QuotaFilter, QuotaRequestError
 from zonegate.services.topic_configs import (
     BROKER_DEFAULT_NAMES,
@@ -83,10 +86,12 @@ __all__ = [
     "InvalidTopic",
     "JoinRequest",
     "JoinResult",
+    "LogDirs",
     "NodeRecord",
     "OffsetAnswer",
     "OffsetToCommit",
     "PartitionInfo",
+    "PartitionSize",
     "QuotaChange",
     "QuotaEntity",
     "QuotaFilter",
@@ -417,6 +422,20 @@ class ClientQuotas(Protocol):
     def mutation_throttle_ms(self, principal: str, client_id: str) -> int: ...
 
 
+class LogDirs(Protocol):
+    @property
+    def log_dir(self) -> str:
+        """The one log directory this node reports (its object store's location)."""
+        ...
+
+    async def sizes(
+        self, wanted: Mapping[str, Sequence[int]] | None, zone: str
+    ) -> list[PartitionSize]:
+        """The stored bytes of each partition a client of `zone` is told this node
+        leads, of `wanted` (topic -> partitions; every one when None)."""
+        ...
+
+
 @dataclass(frozen=True)
 class Services:
     cluster: Cluster
@@ -426,3 +445,4 @@ class Services:
     groups: Groups
     accounting: Accounting
     quotas: ClientQuotas
+    log_dirs: LogDirs

@@ -18,4 +18,5 @@ MODULES: dict[tuple[int, int], str] = {
     (23, 0): "offset_for_leader_epoch_v0",
     (23, 1): "offset_for_leader_epoch_v1",
     (32, 0): "describe_configs_v0",
+    (35, 0): "describe_log_dirs_v0",
 }
