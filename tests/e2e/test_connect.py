@@ -4,7 +4,8 @@ connector move lines through a topic, across kill -9 of the worker and of a node
 The worker (tests/connect_worker.py) is Apache Kafka's own ConnectDistributed,
 bootstrapped to a cluster of two zonegate nodes in one zone; its config,
 offset and status topics are compacted and its members form a group of
-protocol type `connect`. Connect delivers at least once: a kill -9 of the worker
+protocol type `connect`, described as a real Apache Kafka broker describes the
+same worker's group (tests/apache_kafka.py). Connect delivers at least once: a kill -9 of the worker
 repeats the records after the last committed offsets, in two stages (the
 source re-reads from its last committed file position, so the topic holds
 those lines twice; the sink re-consumes from its group's last committed
@@ -29,6 +30,7 @@ from kio.schema.list_groups.v5.request import ListGroupsRequest
 from kio.schema.types import GroupId
 
 from tests import java_peer
+from tests.apache_kafka import ApacheKafkaBroker
 from tests.cluster_harness import Cluster, ClusterNode, start_cluster, wait_until
 from tests.connect_worker import ConnectWorker
 from tests.kafka_raw import RawConnection
@@ -192,6 +194,35 @@ def test_workers_form_a_group_of_protocol_type_connect(pipeline: Pipeline) -> No
     (member,) = group.members
     assert member.client_id == f"connect-127.0.0.1:{pipeline.worker.port}"
     assert member.member_metadata and member.member_assignment
+
+
+def _described(port: int, group: str) -> tuple[str, str, str, int]:
+    conn = RawConnection(port)
+    try:
+        answer = conn.request(
+            DescribeGroupsRequest(groups=(GroupId(group),), include_authorized_operations=False)
+        )
+    finally:
+        conn.close()
+    (g,) = answer.groups
+    return (str(g.group_state), g.protocol_type, g.protocol_data, len(g.members))
+
+
+def test_worker_group_is_described_as_apache_kafka_describes_it(
+    pipeline: Pipeline, apache_kafka: ApacheKafkaBroker, tmp_path: Path
+) -> None:
+    """The oracle: one worker with no connectors against a real Apache Kafka broker."""
+    oracle = ConnectWorker(tmp_path / "oracle", apache_kafka.bootstrap, "connect-oracle")
+    try:
+        oracle.start()
+        assert wait_until(
+            lambda: _described(apache_kafka.port, "connect-oracle")[0] == "Stable", 60, 0.5
+        ), oracle.log_tail()
+        kafka = _described(apache_kafka.port, "connect-oracle")
+    finally:
+        oracle.stop()
+    assert _described(_coordinator(pipeline).port, pipeline.group) == kafka
+    assert kafka == ("Stable", "connect", "sessioned", 1)
 
 
 def test_worker_killed_and_started_again_resumes_from_committed_offsets(
