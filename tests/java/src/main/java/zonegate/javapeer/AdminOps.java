@@ -13,6 +13,7 @@ import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.CreateTopicsOptions;
+import org.apache.kafka.clients.admin.DescribeConfigsOptions;
 import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListGroupsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
@@ -37,8 +38,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * <pre>
  * create-rf:TOPIC:PARTITIONS:RF          a topic with an explicit replication factor
  * create-validate:TOPIC:PARTITIONS[:k=v,...]   CreateTopics with validateOnly
- * configs:TOPIC                          DescribeConfigs of a topic: name -> value, source,
- *                                        read-only, sensitive
+ * configs:TOPIC                          DescribeConfigs of a topic with synonyms: name -> value,
+ *                                        source, read-only, sensitive, type, synonyms
  * incr-alter:TOPIC:OP/k[=v],...          IncrementalAlterConfigs (OP: SET DELETE APPEND SUBTRACT)
  * partitions:TOPIC:COUNT                 CreatePartitions up to COUNT
  * offsets:TOPIC:PARTITION:SPEC           ListOffsets (SPEC: earliest latest max-timestamp)
@@ -79,11 +80,17 @@ final class AdminOps {
             }
             case "configs" -> {
                 ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, f[1]);
-                Config c = admin.describeConfigs(List.of(r)).all().get().get(r);
+                Config c = admin.describeConfigs(List.of(r), new DescribeConfigsOptions().includeSynonyms(true))
+                        .all().get().get(r);
                 Map<String, Object> entries = new TreeMap<>();
                 for (ConfigEntry e : c.entries()) {
+                    List<Object> synonyms = new ArrayList<>();
+                    for (ConfigEntry.ConfigSynonym syn : e.synonyms()) {
+                        synonyms.add(List.of(syn.name(), String.valueOf(syn.value()), syn.source().toString()));
+                    }
                     entries.put(e.name(), Json.obj("value", e.value(), "source", e.source().toString(),
-                            "read_only", e.isReadOnly(), "sensitive", e.isSensitive(), "type", e.type().toString()));
+                            "read_only", e.isReadOnly(), "sensitive", e.isSensitive(), "type", e.type().toString(),
+                            "synonyms", synonyms));
                 }
                 out.addAll(List.of("ok", true, "configs", entries));
             }
