@@ -10,7 +10,7 @@ DescribeConfigs of a topic (every standard config's default value and source,
 and after overrides), IncrementalAlterConfigs and its errors, CreatePartitions
 (grow, shrink), DeleteTopics, ListOffsets (earliest, latest, max timestamp, by
 timestamp), DeleteRecords, and the consumer group calls (commit, list, describe,
-offsets, delete offsets, delete; unknown groups).
+offsets, delete offsets, delete; unknown groups; a group with a live member).
 
 Intended differences, never compared:
 - error messages' wording (the error's class and code are compared);
@@ -119,6 +119,13 @@ SCRIPT: dict[str, str] = {
     "group offsets of an unknown group": "group-offsets:diff-nogroup",
     "delete group offsets": "delete-offsets:diff-g:diff-data:0",
     "delete group offsets of an unknown group": "delete-offsets:diff-nogroup:diff-data:0",
+    "a member joins a group": "join:diff-live:diff-data",
+    "describe a group with a member": "describe-group:diff-live",
+    "list groups with a live one": "list-groups:diff-",
+    "delete a group with a member": "delete-group:diff-live",
+    "delete offsets of a topic the live group consumes": ("delete-offsets:diff-live:diff-data:0"),
+    "the member leaves": "leave:diff-live",
+    "describe the group it left": "describe-group:diff-live",
     "delete a group": "delete-group:diff-g",
     "delete an unknown group": "delete-group:diff-nogroup",
     "delete a topic": "delete:diff-t",

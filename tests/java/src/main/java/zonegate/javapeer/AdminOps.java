@@ -1,10 +1,12 @@
 package zonegate.javapeer;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
@@ -21,6 +23,8 @@ import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.RecordsToDelete;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -28,6 +32,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
@@ -49,12 +54,39 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * list-groups:PREFIX                     ListGroups, the groups whose id starts with PREFIX
  * delete-group:GROUP                     DeleteConsumerGroups
  * delete-offsets:GROUP:TOPIC:PARTITION   DeleteConsumerGroupOffsets
+ * join:GROUP:TOPIC                       a classic consumer joins GROUP and stays, polling,
+ *                                        until it has an assignment (and until leave)
+ * leave:GROUP                            that consumer leaves the group
  * produce-ts:TOPIC:PARTITION:TS,...      records "v-i" with these timestamps (idempotent,
  *                                        acks=all) through a node the admin client knows
  * </pre>
  */
 final class AdminOps {
     private AdminOps() {}
+
+    /** The group members `join` started, by group: each polls on a thread of its own. */
+    private static final Map<String, Member> MEMBERS = new HashMap<>();
+
+    /** A classic-protocol consumer kept in its group until `leave`. */
+    private static final class Member {
+        final KafkaConsumer<String, String> consumer;
+        final Thread thread;
+        volatile boolean assigned;
+        volatile boolean stop;
+
+        Member(KafkaConsumer<String, String> consumer, String topic) {
+            this.consumer = consumer;
+            this.thread = new Thread(() -> {
+                consumer.subscribe(List.of(topic));
+                while (!stop) {
+                    consumer.poll(Duration.ofMillis(100));
+                    assigned = !consumer.assignment().isEmpty();
+                }
+                consumer.close(); // leaves the group
+            });
+            thread.setDaemon(true); // a script that never says leave still ends
+        }
+    }
 
     /** Adds the op's fields to `out`; false when the op is not one of these. */
     static boolean run(Admin admin, String op, List<Object> out) throws ExecutionException, InterruptedException {
@@ -161,6 +193,29 @@ final class AdminOps {
                 TopicPartition tp = new TopicPartition(f[2], Integer.parseInt(f[3]));
                 admin.deleteConsumerGroupOffsets(f[1], Set.of(tp)).all().get();
                 out.addAll(List.of("ok", true));
+            }
+            case "join" -> {
+                Node node = admin.describeCluster().nodes().get().iterator().next();
+                Properties props = new Properties();
+                props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, node.host() + ":" + node.port());
+                props.put(ConsumerConfig.GROUP_ID_CONFIG, f[1]);
+                props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+                props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+                props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+                Member m = new Member(new KafkaConsumer<>(props), f[2]);
+                MEMBERS.put(f[1], m);
+                m.thread.start();
+                long deadline = System.currentTimeMillis() + 60_000;
+                while (!m.assigned && System.currentTimeMillis() < deadline) {
+                    Thread.sleep(50);
+                }
+                out.addAll(List.of("ok", m.assigned));
+            }
+            case "leave" -> {
+                Member m = MEMBERS.remove(f[1]);
+                m.stop = true;
+                m.thread.join(60_000);
+                out.addAll(List.of("ok", !m.thread.isAlive()));
             }
             case "produce-ts" -> {
                 Node node = admin.describeCluster().nodes().get().iterator().next();
