@@ -12,10 +12,23 @@ with `--store s3`, on moto's S3 server. The latency phase runs in
 `--latency-rounds` rounds, each on the node then on the mock (the node stays up,
 idle, while the mock runs), and reports the median round: on a shared machine
 a single stall of a few tens of ms moves a 5-second phase's p99, and
-interleaving lets both brokers meet the same moments. The last line is exactly
-`produce MB/s: zonegate X, mock Y, ratio R`.
+interleaving lets both brokers meet the same moments. Its summary line is
+exactly `produce MB/s: zonegate X, mock Y, ratio R`.
+
+Then, unless `--no-java`, the Java producer's own benchmark: the class behind
+kafka-producer-perf-test (org.apache.kafka.tools.ProducerPerformance, from the
+jars tests/java_peer.py runs) with the same record size and count and
+acks=all (idempotence as Kafka 4's default: on), full speed, against a topic
+with as many partitions on the node (the same one, after the phases above) and
+on a real Apache Kafka broker (tests/apache_kafka.py: one KRaft node on this
+machine, started after the node's run and stopped at the end). Megabytes are
+10^6 bytes from the tool's records/s, as above (the tool's own "MB/sec" is
+MiB). The last line is then exactly
+`java producer MB/s: zonegate X, apache kafka Y, ratio R`, after the mock's
+summary line; with `--no-java` the last line is the mock's summary line.
 
     python benchmarks/produce.py [--records N] [--store file|s3] [--latency-rate R]
+                                 [--no-java] [--java-records N]
 """
 
 from __future__ import annotations
@@ -23,6 +36,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -191,6 +205,64 @@ def _cpu_s(pid: int) -> float:
 
 MOCK_CONF = {"test.mock.num.brokers": 3, "bootstrap.servers": ""}
 
+# kafka-run-class.sh's performance options, with a heap that fits a small machine;
+# no C1-only start-up tuning here, the producer's steady state is what is measured.
+JAVA_PERF_OPTS: tuple[str, ...] = (
+    "-Xms256m",
+    "-Xmx512m",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+)
+# ProducerPerformance's summary: "N records sent, R records/sec (M MB/sec), A ms avg
+# latency, X ms max latency, P50 ms 50th, P95 ms 95th, P99 ms 99th, P999 ms 99.9th."
+_PERF_SUMMARY = re.compile(
+    r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency,"
+    r" ([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th"
+)
+
+
+def java_producer(bootstrap: str, records: int, partitions: int) -> dict[str, float]:
+    """kafka-producer-perf-test at full speed to a fresh topic on `bootstrap`."""
+    from tests import java_peer
+
+    topic = "java-bench"
+    java_peer.tool(
+        "kafka-topics", "--bootstrap-server", bootstrap, "--create", "--topic", topic,
+        "--partitions", str(partitions), "--replication-factor", "1",
+    )  # fmt: skip
+    proc = java_peer.run_class(
+        java_peer.TOOLS["kafka-producer-perf-test"],
+        [
+            "--topic", topic, "--num-records", str(records),
+            "--record-size", str(RECORD_BYTES), "--throughput", "-1",
+            "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all",
+        ],
+        timeout=900,
+        jvm_opts=JAVA_PERF_OPTS,
+        check=True,
+    )  # fmt: skip
+    found = _PERF_SUMMARY.findall(proc.stdout)
+    if not found:
+        raise RuntimeError(f"no summary from ProducerPerformance:\n{proc.stdout[-2000:]}")
+    sent, rps, _mib, avg, _max, p50, _p95, p99 = (float(x) for x in found[-1])
+    if int(sent) != records:
+        raise RuntimeError(f"ProducerPerformance sent {sent:.0f} of {records} records")
+    return {"mb_s": rps * RECORD_BYTES / 1e6, "avg_ms": avg, "p50_ms": p50, "p99_ms": p99}
+
+
+def apache_kafka_java_producer(records: int, partitions: int) -> dict[str, float]:
+    from tests.apache_kafka import ApacheKafkaBroker
+
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = ApacheKafkaBroker(Path(tmp) / "kafka").start()
+        try:
+            return java_producer(broker.bootstrap, records, partitions)
+        finally:
+            broker.stop()
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
@@ -220,6 +292,19 @@ def main() -> None:
         help="latency phases per broker, interleaved node/mock; the median round is reported",
     )
     parser.add_argument(
+        "--java",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also run the Java producer's benchmark (kafka-producer-perf-test) against the "
+        "node and a real Apache Kafka broker; its line is then the last (default on)",
+    )
+    parser.add_argument(
+        "--java-records",
+        type=int,
+        default=None,
+        help="records in the Java producer's benchmark (default: --records)",
+    )
+    parser.add_argument(
         "--latency-linger-ms",
         type=float,
         default=5,
@@ -240,6 +325,12 @@ def main() -> None:
                 f" ms;  mock p50 {mr['p50_ms']:.1f} ms p99 {mr['p99_ms']:.1f} ms"
             )
         report = s3_report()
+        java_records = args.java_records or args.records
+        if args.java:
+            jz = java_producer(conf["bootstrap.servers"], java_records, args.partitions)
+    if args.java:
+        # After the node has stopped: the broker's JVM never shares the machine with it.
+        jk = apache_kafka_java_producer(java_records, args.partitions)
     if report:
         print(report)
     for name, r, lat in (
@@ -257,6 +348,17 @@ def main() -> None:
         f"produce MB/s: zonegate {z['mb_s']:.1f}, mock {m['mb_s']:.1f}, "
         f"ratio {z['mb_s'] / m['mb_s']:.2f}"
     )
+    if args.java:
+        for name, r in (("zonegate", jz), ("apache kafka", jk)):
+            print(
+                f"java producer, {name}: {r['mb_s']:.1f} MB/s ({java_records} x {RECORD_BYTES} B,"
+                f" acks=all, idempotent);  latency avg {r['avg_ms']:.1f} ms"
+                f" p50 {r['p50_ms']:.0f} ms p99 {r['p99_ms']:.0f} ms (the tool's, at full speed)"
+            )
+        print(
+            f"java producer MB/s: zonegate {jz['mb_s']:.1f}, apache kafka {jk['mb_s']:.1f}, "
+            f"ratio {jz['mb_s'] / jk['mb_s']:.2f}"
+        )
 
 
 def _median_round(rounds: list[dict[str, float]]) -> dict[str, float]:

@@ -286,7 +286,9 @@ class ReadService:
             for r in await self._records(entry, max_message_bytes):
                 if r.timestamp >= ts and r.offset >= start:
                     return OffsetAnswer(ErrorCode.none, r.timestamp, r.offset, epoch)
-        return OffsetAnswer(ErrorCode.none, -1, -1, epoch)
+        # No record at or after the time: Kafka answers no offset and no epoch (-1), and
+        # its admin client then reports an empty leader epoch.
+        return OffsetAnswer(ErrorCode.none, -1, -1, -1)
 
     async def legacy_offsets(
         self, topic: str, partition: int, timestamp: int, max_num: int

@@ -48,7 +48,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *     commits exactly the offsets after the ones it handled, and prints them.
  * admin BOOTSTRAP OP ...
  *     OP: create:TOPIC:PARTITIONS[:k=v,...]  describe:TOPIC  delete:TOPIC  list  cluster
- *         describe-group:GROUP; each prints one line, with the error's class, code and
+ *         describe-group:GROUP, and AdminOps' ops; each prints one line, with the error's class, code and
  *         message when the call fails, so callers compare what Kafka's client raised.
  * </pre>
  */
@@ -224,7 +224,11 @@ public final class ClientDriver {
                 out.addAll(List.of("ok", true, "type", g.type().toString(), "state", g.groupState().toString(),
                         "members", g.members().size()));
             }
-            default -> throw new IllegalArgumentException("unknown admin op " + f[0]);
+            default -> {
+                if (!AdminOps.run(admin, String.join(":", f), out)) {
+                    throw new IllegalArgumentException("unknown admin op " + f[0]);
+                }
+            }
         }
         return out;
     }
