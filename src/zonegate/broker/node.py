@@ -20,7 +20,7 @@ import logging
 import grpc
 
 from zonegate.broker.config import NodeConfig
-from zonegate.broker.controller import Controller
+from zonegate.broker.controller import Controller, LeaderBalance
 from zonegate.broker.group_lag import GroupLag
 from zonegate.broker.http import HttpEndpoint
 from zonegate.broker.lease_keeper import LeaseKeeper
@@ -141,7 +141,16 @@ class Node:
             topic_names=lambda: [t.name for t in self.catalog.topics()],
             topic_by_id=self.catalog.by_id,
         )
-        self.controller = Controller(self.meta, self.membership, clock_ms=clock.wall_ms)
+        self.controller = Controller(
+            self.meta,
+            self.membership,
+            clock_ms=clock.wall_ms,
+            balance=LeaderBalance(
+                config.auto_leader_rebalance,
+                config.leader_imbalance_check_interval_s * 1000,
+                config.leader_imbalance_per_broker_percentage,
+            ),
+        )
         # A node whose serving loop has not turned for five leases is stuck, not busy.
         self.leases = LeaseKeeper(
             lambda: open_metastore(config.meta_url),
@@ -271,7 +280,6 @@ class Node:
     # -- wiring -------------------------------------------------------------
     def _place(self, count: int, current: list[int]) -> list[int]:
         return place(count, self.membership.live_nodes(), current)
-
 
     async def refresh_catalog(self) -> None:
         await self.membership.renew()
