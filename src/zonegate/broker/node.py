@@ -61,6 +61,7 @@ from zonegate.services.cluster import ClusterSettings, NodeCluster
 from zonegate.services.groups import RoutedGroups
 from zonegate.services.quotas import QuotaService
 from zonegate.services.read_path import ReadService
+from zonegate.services.reassignment import Reassignments
 from zonegate.services.write_path import ProduceService
 from zonegate.storage.block_cache import BlockCache
 from zonegate.storage.log_cache import LogCache
@@ -248,6 +249,7 @@ class Node:
             groups=self.groups,
             accounting=self.accounting,
             quotas=self.quotas,
+            leadership=Reassignments(self.meta, self.catalog, self.membership),
         )
         import zonegate.proxy.handlers  # noqa: F401  (handlers register themselves)
 

@@ -14,6 +14,8 @@ services are:
   coordinates each group.
 - `ClientQuotas`: Kafka's client quotas: AlterClientQuotas and
   DescribeClientQuotas, and each client's throttle time (services/quotas.py).
+- `Leadership`: partition reassignment, leader election and each partition's
+  replica list as Kafka shows it (services/reassignment.py).
 
 `Services` bundles them; the request context carries it (proxy/context.py).
 The value types handlers pass are defined where their owners are and named
@@ -23,7 +25,7 @@ here, so a handler imports this module and nothing else of the node.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -48,6 +50,7 @@ from zonegate.metastore.models import (
 )
 from zonegate.services.catalog import InvalidTopic, check_topic_name
 from zonegate.services.quotas import QuotaChange, QuotaFilter, QuotaRequestError
+from zonegate.services.reassignment import PREFERRED, UNCLEAN, Outcome, TopicPartition
 from zonegate.services.topic_configs import (
     BROKER_DEFAULT_NAMES,
     TOPIC_CONFIGS,
@@ -76,6 +79,7 @@ __all__ = [
     "FetchPartition",
     "FetchedPartition",
     "Groups",
+    "Leadership",
     "GroupSummary",
     "HeartbeatRequest",
     "HeartbeatResult",
@@ -86,6 +90,8 @@ __all__ = [
     "NodeRecord",
     "OffsetAnswer",
     "OffsetToCommit",
+    "Outcome",
+    "PREFERRED",
     "PartitionInfo",
     "QuotaChange",
     "QuotaEntity",
@@ -98,7 +104,9 @@ __all__ = [
     "SyncResult",
     "TopicExists",
     "TopicInfo",
+    "TopicPartition",
     "Topics",
+    "UNCLEAN",
     "WritePath",
     "apply_incremental",
     "check_topic_name",
@@ -129,6 +137,11 @@ class Cluster(Protocol):
 
     def leader_for(self, partition: PartitionInfo, zone: str) -> int:
         """The node a client of `zone` sends this partition's produce and fetch to."""
+        ...
+
+    def rewrites(self, zone: str) -> bool:
+        """Whether a client of `zone` is told same-zone leaders (zone routing) rather than
+        the real ones (routing off, or no live node in its zone)."""
         ...
 
     def coordinator_for(self, group_id: str, zone: str) -> NodeRecord | None:
@@ -422,6 +435,33 @@ class ClientQuotas(Protocol):
     def mutation_throttle_ms(self, principal: str, client_id: str) -> int: ...
 
 
+# -- reassignment and leader election -----------------------------------------
+class Leadership(Protocol):
+    def replicas(
+        self, p: PartitionInfo
+    ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """Kafka's (replicas, isr, offline replicas) of a partition, as the real leaders
+        are shown (zone routing off)."""
+        ...
+
+    async def reassign(
+        self,
+        wanted: Mapping[TopicPartition, Sequence[int] | None],
+        *,
+        allow_replication_factor_change: bool = True,
+    ) -> dict[TopicPartition, Outcome]:
+        """AlterPartitionReassignments: each partition's new replica list, None to cancel;
+        done when answered."""
+        ...
+
+    async def elect(
+        self, election_type: int, wanted: Sequence[TopicPartition] | None
+    ) -> list[tuple[TopicPartition, Outcome]]:
+        """ElectLeaders (PREFERRED or UNCLEAN); every partition when `wanted` is None,
+        leaving out those that need no election."""
+        ...
+
+
 @dataclass(frozen=True)
 class Services:
     cluster: Cluster
@@ -431,3 +471,4 @@ class Services:
     groups: Groups
     accounting: Accounting
     quotas: ClientQuotas
+    leadership: Leadership
