@@ -249,7 +249,9 @@ class Node:
             groups=self.groups,
             accounting=self.accounting,
             quotas=self.quotas,
-            leadership=Reassignments(self.meta, self.catalog, self.membership),
+            leadership=Reassignments(
+                self.meta, self.catalog, self.membership, clock_ms=clock.wall_ms
+            ),
         )
         import zonegate.proxy.handlers  # noqa: F401  (handlers register themselves)
 

@@ -14,7 +14,7 @@ catalog refresh. Errors and their order follow Kafka's ReplicationControlManager
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
@@ -22,6 +22,7 @@ from kio.schema.errors import ErrorCode
 from zonegate.metastore.api import ClusterStore
 from zonegate.metastore.models import PartitionInfo
 from zonegate.router.membership import Membership
+from zonegate.runtime.clock import SYSTEM_CLOCK
 from zonegate.services.catalog import Catalog
 
 PREFERRED, UNCLEAN = 0, 1  # ElectLeaders' election types
@@ -43,10 +44,18 @@ NOT_NEEDED = Outcome(
 class Reassignments:
     """The `Leadership` service the handlers call (services/api.py)."""
 
-    def __init__(self, meta: ClusterStore, catalog: Catalog, membership: Membership) -> None:
+    def __init__(
+        self,
+        meta: ClusterStore,
+        catalog: Catalog,
+        membership: Membership,
+        *,
+        clock_ms: Callable[[], int] = SYSTEM_CLOCK.wall_ms,
+    ) -> None:
         self._meta = meta
         self._catalog = catalog
         self._members = membership
+        self._clock_ms = clock_ms
 
     def _live(self) -> set[int]:
         return {n.node_id for n in self._members.live_nodes()}
@@ -81,8 +90,11 @@ class Reassignments:
     ) -> dict[TopicPartition, Outcome]:
         """AlterPartitionReassignments: each partition's new replica list, None to cancel."""
         await self._catalog.refresh()
-        registered = {n.node_id for n in await self._meta.list_nodes()}
-        live = self._live()
+        nodes = await self._meta.list_nodes()
+        registered = {n.node_id for n in nodes}
+        # Read now, not the membership's last read: a node that joined a moment ago leads.
+        now = self._clock_ms()
+        live = self._live() | {n.node_id for n in nodes if n.live(now)}
         out: dict[TopicPartition, Outcome] = {}
         changes: list[tuple[int, int, int]] = []
         for (topic, index), replicas in wanted.items():
