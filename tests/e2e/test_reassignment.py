@@ -58,7 +58,10 @@ def _layout(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int], list[
 def _wait_for(
     bootstrap: str, topic: str, layout: dict[int, tuple[int, list[int], list[int]]]
 ) -> None:
-    wait_until(f"{topic} laid out as {layout}", lambda: _layout(bootstrap, topic) == layout, 10)
+    try:
+        wait_until(f"{topic} laid out", lambda: _layout(bootstrap, topic) == layout, 30)
+    except AssertionError:
+        raise AssertionError(f"{topic}: {_layout(bootstrap, topic)}, not {layout}") from None
 
 
 def _other(node: int) -> int:
