@@ -3,8 +3,9 @@
 The issue's case: a topic created while only the first node was up had every
 partition led by that node for ever. Here the other zones' nodes join after it,
 and within a bounded time (the controller's first lease, then one check interval)
-the leaders spread two per node; an idempotent producer writing all along sees no
-error, and every record is read back once.
+the leaders spread two per node; a node killed and started again leads its
+partitions again within a check interval of its return. An idempotent producer
+writing all along sees no error, and every record is read back once.
 """
 
 from __future__ import annotations
@@ -89,6 +90,20 @@ def test_leaders_spread_once_the_other_zones_join(tmp_path: Path) -> None:
             assert spread and took < LEASE_S + CHECK_S + 10, took
             n0 = sent
             assert wait_until(lambda: sent > n0 + 500, timeout=30)
+
+            # Node 2 dies: its partitions fail over; back, it leads its own again.
+            others[0].kill9()
+            assert wait_until(
+                lambda: _leaders(first.bootstrap, "early") == {1: 3, 3: 3}, timeout=30
+            ), _leaders(first.bootstrap, "early")
+            others[0].start()
+            back = time.monotonic()
+            assert wait_until(
+                lambda: _leaders(first.bootstrap, "early") == {1: 2, 2: 2, 3: 2}, timeout=30
+            ), _leaders(first.bootstrap, "early")
+            assert time.monotonic() - back < CHECK_S + 10
+            n1 = sent
+            assert wait_until(lambda: sent > n1 + 500, timeout=30)
         finally:
             stop.set()
             worker.join()
