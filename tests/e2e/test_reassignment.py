@@ -229,3 +229,21 @@ def test_preferred_election_brings_a_moved_partition_home(
     ]
     assert (topic, part, code) == ("home", 0, 84)  # ELECTION_NOT_NEEDED
     assert admin.list_partition_reassignments([KTP("home", 0)]) == {}
+
+
+def test_any_node_serves_a_reassignment_not_only_the_controller(cluster: InProcessNode) -> None:
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient
+
+    ck_create_topic(cluster.bootstrap, "anywhere", 1)
+    leader = _layout(cluster.bootstrap, "anywhere")[0][0]
+    target = _other(leader)
+    # A node that holds no controller lease answers it, through the shared store.
+    node = next(n for n in cluster.nodes if not n.controller.is_active)
+    admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{node.port}")
+    try:
+        tp = TopicPartition("anywhere", 0)
+        assert admin.alter_partition_reassignments({tp: [target]}) == {tp: None}
+    finally:
+        admin.close()
+    _wait_for(cluster.bootstrap, "anywhere", {0: (target, [target], [target])})
