@@ -106,6 +106,11 @@ class NodeConfig:
             "broker.id": str(self.node_id),
             "node.id": str(self.node_id),
             "broker.rack": self.zone,
+            "auto.leader.rebalance.enable": str(self.auto_leader_rebalance).lower(),
+            "leader.imbalance.check.interval.seconds": str(self.leader_imbalance_check_interval_s),
+            "leader.imbalance.per.broker.percentage": str(
+                self.leader_imbalance_per_broker_percentage
+            ),
             "zonegate.wal.seal.bytes": str(self.wal_seal_bytes),
             "zonegate.wal.seal.age.ms": str(self.seal_age_s * 1000),
         }
