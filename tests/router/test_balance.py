@@ -111,3 +111,24 @@ def test_shares_give_a_remainder_to_those_leading_most() -> None:
 def test_no_live_node_or_no_partition_moves_nothing() -> None:
     assert rebalance(_parts(("t", 1, 1)), [], 10) == []
     assert rebalance([], _nodes({1: "a"}), 10) == []
+
+
+def test_a_large_imbalance_takes_several_checks_of_bounded_moves() -> None:
+    live = _nodes({1: "a", 2: "b", 3: "c"})
+    parts = _parts(*[(f"t{i % 7}", 1, 1) for i in range(3000)])
+    passes = 0
+    while moves := rebalance(parts, live, 10):
+        assert len(moves) <= 1000
+        leader = _after(parts, moves)
+        parts = [
+            PartitionInfo(
+                TID, p.topic, p.partition, p.stream_id, leader[p.stream_id], 1, leader[p.stream_id]
+            )
+            for p in parts
+        ]
+        passes += 1
+    assert passes == 2
+    assert Counter(p.leader_node for p in parts) == {1: 1000, 2: 1000, 3: 1000}
+    for topic in {p.topic for p in parts}:  # each topic spread too
+        per_node = Counter(p.leader_node for p in parts if p.topic == topic)
+        assert max(per_node.values()) - min(per_node.values()) <= 1

@@ -25,6 +25,11 @@ from typing import TypeVar
 
 from zonegate.metastore.models import NodeRecord, PartitionInfo
 
+# Reassignments one check makes at most, so a pass stays short on the thread that
+# renews leases (broker/lease_keeper.py) and producers meet a bounded burst of
+# moves; a larger imbalance takes several checks.
+MAX_SPREAD_MOVES = 1000
+
 
 @dataclass(frozen=True, slots=True)
 class LeaderMove:
@@ -106,12 +111,16 @@ def _split(total: int, load: dict[K, int]) -> dict[K, int]:
 
 
 def spread(
-    led: Sequence[PartitionInfo], live: Sequence[NodeRecord], imbalance_pct: float
+    led: Sequence[PartitionInfo],
+    live: Sequence[NodeRecord],
+    imbalance_pct: float,
+    max_moves: int = MAX_SPREAD_MOVES,
 ) -> list[LeaderMove]:
     """Reassignments from nodes over their share to nodes under it, when some node is
     off its share by more than the threshold. Only partitions led by their preferred
     node move (one led elsewhere waits for its preferred node, as in Kafka); from a
-    node, the partition of the topic it leads most of, to the node leading least of it."""
+    node, the partition of the topic it leads most of, to the node leading least of it.
+    At most `max_moves` a pass: the rest follow at the next check."""
     if not live or not led:
         return []
     load: Counter[int] = Counter({n.node_id: 0 for n in live})
@@ -125,25 +134,73 @@ def spread(
     ):
         return []
     topic_on: Counter[tuple[str, int]] = Counter((p.topic, p.leader_node) for p in led)
-    movable: dict[int, list[PartitionInfo]] = defaultdict(list)
-    for p in sorted(led, key=lambda p: p.stream_id):
-        if p.preferred == p.leader_node:
-            movable[p.leader_node].append(p)
+    movable = {n: _Movable() for n in target}
+    for p in sorted(led, key=lambda p: -p.stream_id):
+        if p.preferred == p.leader_node and p.leader_node in movable:
+            movable[p.leader_node].add(p)
     out: list[LeaderMove] = []
-    while True:
-        over = [n for n in target if load[n] > target[n] and movable[n]]
+    while len(out) < max_moves:
+        over = [n for n in target if load[n] > target[n] and movable[n].count]
         under = [n for n in target if load[n] < target[n]]
         if not over or not under:
-            return out
+            break
         src = max(over, key=lambda n: (load[n] - target[n], -n))
         dst = min(under, key=lambda n: (load[n] - target[n], n))
-        p = max(
-            movable[src],
-            key=lambda p: (topic_on[(p.topic, src)] - topic_on[(p.topic, dst)], -p.stream_id),
-        )
-        movable[src].remove(p)
+        p = movable[src].take(topic_on, dst)
         load[src] -= 1
         load[dst] += 1
         topic_on[(p.topic, src)] -= 1
         topic_on[(p.topic, dst)] += 1
         out.append(LeaderMove(p.stream_id, dst, reassign=True))
+    return out
+
+
+class _Movable:
+    """One node's movable partitions by topic, and its topics by how many they have
+    there, so that picking the topic to move from scans a few topics, not them all."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._by_topic: dict[str, list[PartitionInfo]] = {}
+        self._by_size: dict[int, dict[str, None]] = defaultdict(dict)
+
+    def add(self, p: PartitionInfo) -> None:
+        """Partitions are added in descending stream id order (taken from the end)."""
+        parts = self._by_topic.setdefault(p.topic, [])
+        if parts:
+            self._unlist(len(parts), p.topic)
+        parts.append(p)
+        self._by_size[len(parts)][p.topic] = None
+        self.count += 1
+
+    def take(self, topic_on: Counter[tuple[str, int]], dst: int) -> PartitionInfo:
+        """A partition of the topic with most here and least on node `dst`: the most
+        here minus `topic_on[(topic, dst)]`, found by looking at the topics with most here
+        first and stopping once no topic with fewer could score more."""
+        best: tuple[int, str] | None = None
+        for size in sorted(self._by_size, reverse=True):
+            if best is not None and size <= best[0]:
+                break
+            for topic in self._by_size[size]:
+                score = size - topic_on[(topic, dst)]
+                if best is None or score > best[0]:
+                    best = (score, topic)
+                    if score == size:
+                        break
+        assert best is not None
+        topic = best[1]
+        parts = self._by_topic[topic]
+        self._unlist(len(parts), topic)
+        p = parts.pop()
+        if parts:
+            self._by_size[len(parts)][topic] = None
+        else:
+            del self._by_topic[topic]
+        self.count -= 1
+        return p
+
+    def _unlist(self, size: int, topic: str) -> None:
+        bucket = self._by_size[size]
+        del bucket[topic]
+        if not bucket:
+            del self._by_size[size]
