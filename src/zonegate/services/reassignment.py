@@ -14,6 +14,7 @@ catalog refresh. Errors and their order follow Kafka's ReplicationControlManager
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ from zonegate.router.membership import Membership
 from zonegate.runtime.clock import SYSTEM_CLOCK
 from zonegate.services.catalog import Catalog
 
+log = logging.getLogger(__name__)
 PREFERRED, UNCLEAN = 0, 1  # ElectLeaders' election types
 
 TopicPartition = tuple[str, int]
@@ -123,6 +125,12 @@ class Reassignments:
         if changes:
             await self._meta.reassign_partitions(changes)
             await self._catalog.refresh()
+            log.info(
+                "node %d reassigned %d partitions (stream id, preferred, leader): %s",
+                self._members.me.node_id,
+                len(changes),
+                changes[:20],
+            )
         return out
 
     async def elect(
@@ -158,6 +166,12 @@ class Reassignments:
         if moves:
             await self._meta.move_partitions(moves)
             await self._catalog.refresh()
+            log.info(
+                "node %d elected leaders of %d partitions (stream id, leader): %s",
+                self._members.me.node_id,
+                len(moves),
+                moves[:20],
+            )
         return out
 
 
