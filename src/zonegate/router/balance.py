@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from zonegate.metastore.models import NodeRecord, PartitionInfo
@@ -53,18 +53,7 @@ def rebalance(
     leader = {p.stream_id: p.leader_node for p in led}
     for m in moves:
         leader[m.stream_id] = m.node
-    now = [
-        PartitionInfo(
-            p.topic_id,
-            p.topic,
-            p.partition,
-            p.stream_id,
-            leader[p.stream_id],
-            p.leader_epoch,
-            p.preferred_node,
-        )
-        for p in led
-    ]
+    now = [replace(p, leader_node=leader[p.stream_id]) for p in led]
     spread_moves = spread(now, live, imbalance_pct)
     # A partition sent home and then spread elsewhere takes the one move (a reassignment).
     respread = {s.stream_id for s in spread_moves}
