@@ -124,8 +124,15 @@ class Cluster:
 
 
 def start_cluster(
-    root: Path, zones: Sequence[str], per_zone: int, extra: Sequence[str] = ()
+    root: Path,
+    zones: Sequence[str],
+    per_zone: int,
+    extra: Sequence[str] = (),
+    *,
+    start: bool = True,
 ) -> Cluster:
+    """Nodes 1, 2, ... `per_zone` to a zone, started (`start`), or left for the test to
+    start one by one (`ClusterNode.start`)."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "objects").mkdir(exist_ok=True)
     cluster = Cluster(root)
@@ -156,6 +163,8 @@ def start_cluster(
             n = ClusterNode(node_id, zone, args, root / f"node-{node_id}.log")
             cluster.nodes.append(n)
             node_id += 1
+    if not start:
+        return cluster
     try:
         for n in cluster.nodes:
             n.start()

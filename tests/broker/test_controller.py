@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from zonegate.broker.controller import Controller
+from zonegate.broker.controller import Controller, LeaderBalance
 from zonegate.metastore.models import NodeRecord
 from zonegate.metastore.sqlite import SqliteMetaStore
 from zonegate.router.membership import Membership
@@ -99,3 +100,46 @@ def test_a_dead_controller_is_replaced_at_once(tmp_path: Path) -> None:
         await meta.close()
 
     asyncio.run(run())
+
+
+def test_leaders_spread_once_the_other_zones_join_and_only_if_enabled(tmp_path: Path) -> None:
+    """A topic made while only node 1 was up: once nodes 2 and 3 (zones b, c) are live,
+    a controller pass past its first lease spreads the leaders two per node; with
+    auto.leader.rebalance.enable false nothing moves; every move bumps the epoch."""
+
+    async def run(enabled: bool) -> None:
+        meta = SqliteMetaStore(str(tmp_path / f"m-{enabled}.db"))
+        now = T0
+
+        def node(node_id: int, zone: str) -> NodeRecord:
+            return NodeRecord(node_id, zone, "127.0.0.1", 9092, "127.0.0.1", 1, incarnation=1)
+
+        me = node(1, "a")
+        await meta.register_node(me, LEASE_MS, now)
+        await meta.create_topic("early", {}, [1] * 6)
+        balance = LeaderBalance(enabled, interval_ms=1000, imbalance_pct=10)
+        controller = Controller(
+            meta, Membership(meta, me, lease_ms=LEASE_MS), clock_ms=lambda: now, balance=balance
+        )
+        assert await controller.run_once() == 0  # its first lease: nothing moves
+        now += LEASE_MS
+        for n in (me, node(2, "b"), node(3, "c")):
+            await meta.register_node(n, LEASE_MS, now)
+        moved = await controller.run_once()
+        t = await meta.get_topic("early")
+        assert t is not None
+        leaders = Counter(p.leader_node for p in t.partitions)
+        if not enabled:
+            assert moved == 0 and leaders == {1: 6}
+        else:
+            assert moved == 4 and leaders == {1: 2, 2: 2, 3: 2}
+            assert all(p.preferred == p.leader_node for p in t.partitions)
+            assert sorted(p.leader_epoch for p in t.partitions) == [0, 0, 1, 1, 1, 1]
+            now += 2000
+            for n in (me, node(2, "b"), node(3, "c")):
+                await meta.register_node(n, LEASE_MS, now)
+            assert await controller.run_once() == 0  # balanced: left alone
+        await meta.close()
+
+    asyncio.run(run(True))
+    asyncio.run(run(False))

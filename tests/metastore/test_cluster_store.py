@@ -182,6 +182,36 @@ async def test_move_partitions_sets_leaders_and_bumps_their_epochs(store: MetaSt
     assert (await store.load_partition(s2)).leader_epoch == 1
 
 
+async def test_reassign_partitions_sets_preferred_and_moves_only_changed_leaders(
+    store: MetaStore,
+) -> None:
+    t = await store.create_topic("r", {}, [1, 2])
+    s0, s1 = (p.stream_id for p in t.partitions)
+    assert [p.preferred for p in t.partitions] == [1, 2]  # placed: preferred = leader
+    await store.move_partitions([(s0, 3)])  # a failover keeps the preferred node
+    after = await store.get_topic("r")
+    assert after is not None and [(p.leader_node, p.preferred) for p in after.partitions] == [
+        (3, 1),
+        (2, 2),
+    ]
+    version = await store.metadata_version()
+    # s0 back to 3 as preferred (its leader already): no new epoch; s1 to node 1: epoch 1.
+    await store.reassign_partitions([(s0, 3, 3), (s1, 1, 1)])
+    done = await store.get_topic("r")
+    assert done is not None and _layout(done) == [(0, 3, 1), (1, 1, 1)]
+    assert [p.preferred for p in done.partitions] == [3, 1]
+    assert (await store.load_partition(s1)).leader_epoch == 1
+    assert await store.metadata_version() != version
+    # Preferred set while another node leads (the preferred node is not live).
+    await store.reassign_partitions([(s1, 2, 1)])
+    last = await store.get_topic("r")
+    assert last is not None and (last.partitions[1].leader_node, last.partitions[1].preferred) == (
+        1,
+        2,
+    )
+    assert [p.preferred for p in (await store.list_topics())[0].partitions] == [3, 2]
+
+
 async def test_metadata_version_changes_on_every_topic_partition_or_leader_change(
     stores: Stores,
 ) -> None:

@@ -42,6 +42,9 @@ class NodeConfig:
     http_port: int | None = _d("http_port")  # /metrics, /healthz, /readyz; None: no endpoint
     lease_ms: int = _d("lease_ms")  # node and controller leases
     heartbeat_s: float = 0.5
+    auto_leader_rebalance: bool = _d("auto_leader_rebalance")  # router/balance.py
+    leader_imbalance_check_interval_s: int = _d("leader_imbalance_check_interval_s")
+    leader_imbalance_per_broker_percentage: int = _d("leader_imbalance_per_broker_percentage")
     zone_routing: bool = _d("zone_routing")
     zone_cidrs: tuple[tuple[str, str], ...] = _d("zone_cidrs")  # (CIDR, zone)
     usage_interval_s: float = _d("usage_interval_s")
@@ -103,6 +106,11 @@ class NodeConfig:
             "broker.id": str(self.node_id),
             "node.id": str(self.node_id),
             "broker.rack": self.zone,
+            "auto.leader.rebalance.enable": str(self.auto_leader_rebalance).lower(),
+            "leader.imbalance.check.interval.seconds": str(self.leader_imbalance_check_interval_s),
+            "leader.imbalance.per.broker.percentage": str(
+                self.leader_imbalance_per_broker_percentage
+            ),
             "zonegate.wal.seal.bytes": str(self.wal_seal_bytes),
             "zonegate.wal.seal.age.ms": str(self.seal_age_s * 1000),
         }

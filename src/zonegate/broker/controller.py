@@ -26,6 +26,13 @@ out, and keeps its lease: then only its lease's end moves its partitions, as
 before, and a paused process that wakes can commit nothing anyway (leader
 epochs fence it). A controller lease whose holder's node lease has ended is
 free, so a node that found the controller dead takes over in the same pass.
+
+Every `leader.imbalance.check.interval.seconds` the controller also checks the
+leader balance (router/balance.py, Kafka's `auto.leader.rebalance.enable`):
+partitions go back to their preferred nodes when live, and are reassigned from
+nodes leading more than their share to nodes leading less, evenly per zone.
+Each is the same move as a failover's (a leader epoch bump, no data copied);
+Appends in flight to the old leader are fenced and retried by the producer.
 """
 
 from __future__ import annotations
@@ -33,9 +40,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from zonegate.metastore.api import ClusterStore
-from zonegate.metastore.models import MetaStoreUnavailable, NodeRecord
+from zonegate.metastore.models import MetaStoreUnavailable, NodeRecord, TopicInfo
+from zonegate.router.balance import rebalance
 from zonegate.router.membership import Membership
 from zonegate.router.placement import place
 from zonegate.runtime.clock import SYSTEM_CLOCK
@@ -59,6 +68,16 @@ async def _refused(node: NodeRecord) -> bool:
     return False
 
 
+@dataclass(frozen=True, slots=True)
+class LeaderBalance:
+    """Kafka's auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds and
+    leader.imbalance.per.broker.percentage (broker/settings.py)."""
+
+    enabled: bool = True
+    interval_ms: int = 10_000
+    imbalance_pct: float = 10.0
+
+
 class Controller:
     def __init__(
         self,
@@ -66,10 +85,13 @@ class Controller:
         membership: Membership,
         *,
         clock_ms: Callable[[], int] = SYSTEM_CLOCK.wall_ms,
+        balance: LeaderBalance = LeaderBalance(),
     ) -> None:
         self._meta = meta
         self._members = membership
         self._clock_ms = clock_ms
+        self._balance = balance
+        self._next_balance_ms = 0
         self._started_ms = clock_ms()
         self._store_lost = False
         self.is_active = False
@@ -78,7 +100,6 @@ class Controller:
         """One pass, through `meta` when given (the lease keeper's own connection);
         returns how many partitions moved."""
         meta = meta or self._meta
-        me = self._members.me.node_id
         self.is_active = await self._acquire(meta)
         if self._store_lost:
             # Back after the store was unreachable: every node's lease ran out meanwhile
@@ -101,8 +122,19 @@ class Controller:
         live = [n for n in nodes if n.live(now) and n.node_id not in gone]
         if not live:
             return 0
-        live_ids = {n.node_id for n in live}
         topics = await meta.list_topics()
+        moved = await self._fail_over(meta, live, topics)
+        if moved == 0 and self._balance.enabled and now >= self._next_balance_ms:
+            self._next_balance_ms = now + self._balance.interval_ms
+            moved = await self._rebalance(meta, live, topics)
+        return moved
+
+    async def _fail_over(
+        self, meta: ClusterStore, live: Sequence[NodeRecord], topics: Sequence[TopicInfo]
+    ) -> int:
+        """Moves the partitions of dead nodes to live ones; returns how many."""
+        me = self._members.me.node_id
+        live_ids = {n.node_id for n in live}
         leaders = [p.leader_node for t in topics for p in t.partitions]
         orphaned = [p for t in topics for p in t.partitions if p.leader_node not in live_ids]
         if not orphaned:
@@ -116,6 +148,29 @@ class Controller:
             len(moves),
             sorted({p.leader_node for p in orphaned}),
         )
+        return len(moves)
+
+    async def _rebalance(
+        self, meta: ClusterStore, live: Sequence[NodeRecord], topics: Sequence[TopicInfo]
+    ) -> int:
+        """One leader-balance check (module doc); returns how many partitions moved."""
+        parts = [p for t in topics for p in t.partitions]
+        moves = rebalance(parts, live, self._balance.imbalance_pct)
+        back = [(m.stream_id, m.node) for m in moves if not m.reassign]
+        spread = [(m.stream_id, m.node, m.node) for m in moves if m.reassign]
+        if back:
+            await meta.move_partitions(back)
+        if spread:
+            await meta.reassign_partitions(spread)
+        if moves:
+            log.info(
+                "controller %d balanced leaders: %d partitions back to their preferred "
+                "nodes, %d reassigned to nodes %s",
+                self._members.me.node_id,
+                len(back),
+                len(spread),
+                sorted({m.node for m in moves if m.reassign}),
+            )
         return len(moves)
 
     async def _acquire(self, meta: ClusterStore) -> bool:

@@ -20,7 +20,7 @@ import logging
 import grpc
 
 from zonegate.broker.config import NodeConfig
-from zonegate.broker.controller import Controller
+from zonegate.broker.controller import Controller, LeaderBalance
 from zonegate.broker.group_lag import GroupLag
 from zonegate.broker.http import HttpEndpoint
 from zonegate.broker.lease_keeper import LeaseKeeper
@@ -62,6 +62,7 @@ from zonegate.services.groups import RoutedGroups
 from zonegate.services.log_dirs import LogDirService
 from zonegate.services.quotas import QuotaService
 from zonegate.services.read_path import ReadService
+from zonegate.services.reassignment import Reassignments
 from zonegate.services.write_path import ProduceService
 from zonegate.storage.block_cache import BlockCache
 from zonegate.storage.log_cache import LogCache
@@ -143,7 +144,16 @@ class Node:
             topic_names=lambda: [t.name for t in self.catalog.topics()],
             topic_by_id=self.catalog.by_id,
         )
-        self.controller = Controller(self.meta, self.membership, clock_ms=clock.wall_ms)
+        self.controller = Controller(
+            self.meta,
+            self.membership,
+            clock_ms=clock.wall_ms,
+            balance=LeaderBalance(
+                config.auto_leader_rebalance,
+                config.leader_imbalance_check_interval_s * 1000,
+                config.leader_imbalance_per_broker_percentage,
+            ),
+        )
         # A node whose serving loop has not turned for five leases is stuck, not busy.
         self.leases = LeaseKeeper(
             lambda: open_metastore(config.meta_url),
@@ -249,6 +259,9 @@ class Node:
                 self.cluster.leader_for,
                 self.local_leader.partition_bytes,
                 self.meta.read_index,
+            ),
+            leadership=Reassignments(
+                self.meta, self.catalog, self.membership, clock_ms=clock.wall_ms
             ),
         )
         import zonegate.proxy.handlers  # noqa: F401  (handlers register themselves)

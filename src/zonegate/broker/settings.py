@@ -255,6 +255,35 @@ SETTINGS: tuple[Setting, ...] = (
         **MS_POSITIVE,
     ),
     Setting(
+        "--auto-leader-rebalance",
+        "auto.leader.rebalance.enable",
+        "true",
+        "auto.leader.rebalance.enable: the controller moves leaders back to their preferred "
+        "nodes and spreads them evenly over zones and nodes (default {default}; "
+        "docs/operations.md)",
+        choices=ON_OFF,
+        convert=is_true,
+        into="auto_leader_rebalance",
+    ),
+    Setting(
+        "--leader-imbalance-check-interval-s",
+        "leader.imbalance.check.interval.seconds",
+        10,
+        "leader.imbalance.check.interval.seconds: how often the controller checks the "
+        "leader balance (default {default}; Kafka's is 300: moves here are metadata only)",
+        at_least(1, int),
+        "SECONDS",
+    ),
+    Setting(
+        "--leader-imbalance-per-broker-percentage",
+        "leader.imbalance.per.broker.percentage",
+        10,
+        "leader.imbalance.per.broker.percentage: how far off its share a node may be "
+        "before leaders move (default {default})",
+        at_least(0, int),
+        "PERCENT",
+    ),
+    Setting(
         "--zone-routing",
         "zonegate.zone.routing",
         "true",

@@ -61,6 +61,11 @@ class ClusterStore(Protocol):
         recording where the new epoch starts."""
         ...
 
+    async def reassign_partitions(self, assignments: Sequence[tuple[int, int, int]]) -> None:
+        """Sets each (stream id, preferred node, leader node) in one transaction: the
+        preferred leader always, the leader as `move_partitions` does where it changes."""
+        ...
+
     async def metadata_version(self) -> int:
         """A number that changes whenever topics, partitions or leaders change."""
         ...

@@ -37,9 +37,10 @@ class ClusterTables(PostgresTables):
             return None
         topic_id, name = row["topic_id"], row["name"]
         parts = tuple(
-            PartitionInfo(uuid.UUID(topic_id), name, r[0], r[1], r[2], r[3])
+            PartitionInfo(uuid.UUID(topic_id), name, r[0], r[1], r[2], r[3], r[4])
             for r in await db.fetch(
-                "SELECT partition, stream_id, leader_node, leader_epoch FROM partitions "
+                "SELECT partition, stream_id, leader_node, leader_epoch, preferred_node "
+                "FROM partitions "
                 "WHERE topic_id = $1 ORDER BY partition",
                 topic_id,
             )
@@ -75,8 +76,8 @@ class ClusterTables(PostgresTables):
                 [(topic_id, k, v) for k, v in configs.items()],
             )
             await db.executemany(
-                "INSERT INTO partitions (topic_id, partition, leader_node, leader_epoch) "
-                "VALUES ($1, $2, $3, 0)",
+                "INSERT INTO partitions (topic_id, partition, leader_node, leader_epoch, "
+                "preferred_node) VALUES ($1, $2, $3, 0, $3)",
                 [(topic_id, p, leader) for p, leader in enumerate(leaders)],
             )
             await _bump_version(db)
@@ -126,8 +127,8 @@ class ClusterTables(PostgresTables):
             if have is not None and len(info.partitions) != have:
                 raise PartitionCountChanged(name, have, len(info.partitions))
             await db.executemany(
-                "INSERT INTO partitions (topic_id, partition, leader_node, leader_epoch) "
-                "VALUES ($1, $2, $3, 0)",
+                "INSERT INTO partitions (topic_id, partition, leader_node, leader_epoch, "
+                "preferred_node) VALUES ($1, $2, $3, 0, $3)",
                 [
                     (str(info.topic_id), len(info.partitions) + i, leader)
                     for i, leader in enumerate(leaders)
@@ -174,13 +175,13 @@ class ClusterTables(PostgresTables):
             parts: dict[str, list[PartitionInfo]] = {}
             names = {r["topic_id"]: r["name"] for r in topics}
             for r in await db.fetch(
-                "SELECT p.topic_id, partition, stream_id, leader_node, leader_epoch "
-                "FROM partitions p JOIN topics t ON t.topic_id = p.topic_id "
+                "SELECT p.topic_id, partition, stream_id, leader_node, leader_epoch, "
+                "preferred_node FROM partitions p JOIN topics t ON t.topic_id = p.topic_id "
                 "WHERE t.deleted = 0 ORDER BY p.topic_id, partition"
             ):
                 tid = r[0]
                 parts.setdefault(tid, []).append(
-                    PartitionInfo(uuid.UUID(tid), names[tid], r[1], r[2], r[3], r[4])
+                    PartitionInfo(uuid.UUID(tid), names[tid], r[1], r[2], r[3], r[4], r[5])
                 )
             configs: dict[str, dict[str, str]] = {}
             for r in await db.fetch(
@@ -205,20 +206,30 @@ class ClusterTables(PostgresTables):
         async def fn(db: Db) -> None:
             ordered = sorted(moves)
             await _lock_partitions(db, [sid for sid, _ in ordered])
+            await _move(db, ordered)
+            await _bump_version(db)
+
+        await self._tx(fn)
+
+    async def reassign_partitions(self, assignments: Sequence[tuple[int, int, int]]) -> None:
+        async def fn(db: Db) -> None:
+            ordered = sorted(assignments)
+            sids = [sid for sid, _, _ in ordered]
+            await _lock_partitions(db, sids)
+            leaders = {
+                r[0]: r[1]
+                for r in await db.fetch(
+                    "SELECT stream_id, leader_node FROM partitions WHERE stream_id = ANY($1)",
+                    sids,
+                )
+            }
             await db.executemany(
-                "UPDATE partitions SET leader_node = $1, leader_epoch = leader_epoch + 1 "
-                "WHERE stream_id = $2",
-                [(node, sid) for sid, node in ordered],
+                "UPDATE partitions SET preferred_node = $1 WHERE stream_id = $2",
+                [(preferred, sid) for sid, preferred, _ in ordered],
             )
-            # Commits are fenced by epoch under the partition row's lock, so the next
-            # offset now is the first the new epoch can write.
-            await db.executemany(
-                "INSERT INTO leader_epochs (stream_id, leader_epoch, start_offset) "
-                "SELECT stream_id, leader_epoch, next_offset FROM partitions "
-                "WHERE stream_id = $1 ON CONFLICT (stream_id, leader_epoch) "
-                "DO UPDATE SET start_offset = excluded.start_offset",
-                [(sid,) for sid, _ in ordered],
-            )
+            moves = [(sid, leader) for sid, _, leader in ordered if leaders.get(sid) != leader]
+            if moves:
+                await _move(db, moves)
             await _bump_version(db)
 
         await self._tx(fn)
@@ -340,6 +351,25 @@ class ClusterTables(PostgresTables):
             return value
 
         return await self._tx(fn)
+
+
+async def _move(db: Db, moves: Sequence[tuple[int, int]]) -> None:
+    """Sets each (stream id, leader) of rows the caller locked, bumping its epoch and
+    recording where it starts."""
+    await db.executemany(
+        "UPDATE partitions SET leader_node = $1, leader_epoch = leader_epoch + 1 "
+        "WHERE stream_id = $2",
+        [(node, sid) for sid, node in moves],
+    )
+    # Commits are fenced by epoch under the partition row's lock, so the next
+    # offset now is the first the new epoch can write.
+    await db.executemany(
+        "INSERT INTO leader_epochs (stream_id, leader_epoch, start_offset) "
+        "SELECT stream_id, leader_epoch, next_offset FROM partitions "
+        "WHERE stream_id = $1 ON CONFLICT (stream_id, leader_epoch) "
+        "DO UPDATE SET start_offset = excluded.start_offset",
+        [(sid,) for sid, _ in moves],
+    )
 
 
 async def _lock_partitions(db: Db, sids: Sequence[int]) -> None:

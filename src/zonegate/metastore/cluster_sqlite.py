@@ -32,9 +32,10 @@ class ClusterTables(SqliteTables):
             return None
         topic_id, name = row
         parts = tuple(
-            PartitionInfo(uuid.UUID(topic_id), name, p, sid, leader, epoch)
-            for p, sid, leader, epoch in db.execute(
-                "SELECT partition, stream_id, leader_node, leader_epoch FROM partitions "
+            PartitionInfo(uuid.UUID(topic_id), name, p, sid, leader, epoch, preferred)
+            for p, sid, leader, epoch, preferred in db.execute(
+                "SELECT partition, stream_id, leader_node, leader_epoch, preferred_node "
+                "FROM partitions "
                 "WHERE topic_id = ? ORDER BY partition",
                 (topic_id,),
             )
@@ -60,9 +61,9 @@ class ClusterTables(SqliteTables):
                 [(topic_id, k, v) for k, v in configs.items()],
             )
             db.executemany(
-                "INSERT INTO partitions (topic_id, partition, leader_node, leader_epoch) "
-                "VALUES (?, ?, ?, 0)",
-                [(topic_id, p, leader) for p, leader in enumerate(leaders)],
+                "INSERT INTO partitions (topic_id, partition, leader_node, leader_epoch, "
+                "preferred_node) VALUES (?, ?, ?, 0, ?)",
+                [(topic_id, p, leader, leader) for p, leader in enumerate(leaders)],
             )
             _bump_version(db)
             info = self._topic(db, "topic_id", topic_id)
@@ -112,10 +113,10 @@ class ClusterTables(SqliteTables):
             if have is not None and len(info.partitions) != have:
                 raise PartitionCountChanged(name, have, len(info.partitions))
             db.executemany(
-                "INSERT INTO partitions (topic_id, partition, leader_node, leader_epoch) "
-                "VALUES (?, ?, ?, 0)",
+                "INSERT INTO partitions (topic_id, partition, leader_node, leader_epoch, "
+                "preferred_node) VALUES (?, ?, ?, 0, ?)",
                 [
-                    (str(info.topic_id), len(info.partitions) + i, leader)
+                    (str(info.topic_id), len(info.partitions) + i, leader, leader)
                     for i, leader in enumerate(leaders)
                 ],
             )
@@ -159,18 +160,30 @@ class ClusterTables(SqliteTables):
     # -- leader moves and the metadata version -------------------------------
     async def move_partitions(self, moves: Sequence[tuple[int, int]]) -> None:
         def fn(db: sqlite3.Connection) -> None:
+            _move(db, moves)
+            _bump_version(db)
+
+        await self._run(fn)
+
+    async def reassign_partitions(self, assignments: Sequence[tuple[int, int, int]]) -> None:
+        def fn(db: sqlite3.Connection) -> None:
+            leaders = {
+                sid: row[0]
+                for sid, _, _ in assignments
+                if (
+                    row := db.execute(
+                        "SELECT leader_node FROM partitions WHERE stream_id = ?", (sid,)
+                    ).fetchone()
+                )
+                is not None
+            }
             db.executemany(
-                "UPDATE partitions SET leader_node = ?, leader_epoch = leader_epoch + 1 "
-                "WHERE stream_id = ?",
-                [(node, sid) for sid, node in moves],
+                "UPDATE partitions SET preferred_node = ? WHERE stream_id = ?",
+                [(preferred, sid) for sid, preferred, _ in assignments],
             )
-            # Commits are fenced by epoch in their own transactions, so the next offset
-            # now is the first the new epoch can write.
-            db.executemany(
-                "INSERT OR REPLACE INTO leader_epochs (stream_id, leader_epoch, start_offset) "
-                "SELECT stream_id, leader_epoch, next_offset FROM partitions WHERE stream_id = ?",
-                [(sid,) for sid, _ in moves],
-            )
+            moves = [(sid, leader) for sid, _, leader in assignments if leaders.get(sid) != leader]
+            if moves:
+                _move(db, moves)
             _bump_version(db)
 
         await self._run(fn)
@@ -296,6 +309,22 @@ class ClusterTables(SqliteTables):
             return value
 
         return await self._run(fn)
+
+
+def _move(db: sqlite3.Connection, moves: Sequence[tuple[int, int]]) -> None:
+    """Sets each (stream id, leader), bumping its epoch and recording where it starts."""
+    db.executemany(
+        "UPDATE partitions SET leader_node = ?, leader_epoch = leader_epoch + 1 "
+        "WHERE stream_id = ?",
+        [(node, sid) for sid, node in moves],
+    )
+    # Commits are fenced by epoch in their own transactions, so the next offset
+    # now is the first the new epoch can write.
+    db.executemany(
+        "INSERT OR REPLACE INTO leader_epochs (stream_id, leader_epoch, start_offset) "
+        "SELECT stream_id, leader_epoch, next_offset FROM partitions WHERE stream_id = ?",
+        [(sid,) for sid, _ in moves],
+    )
 
 
 def _bump_version(db: sqlite3.Connection) -> None:

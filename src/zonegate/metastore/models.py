@@ -19,6 +19,15 @@ class PartitionInfo:
     stream_id: int  # unique for the cluster's lifetime; never reused after deletion
     leader_node: int
     leader_epoch: int
+    # The partition's one assigned replica, Kafka's preferred leader (the first of its
+    # replica list): where it was placed or reassigned. The leader differs from it after
+    # a failover or a hand-over until the preferred node leads again (router/balance.py).
+    # -1 in rows written before it was kept: the leader.
+    preferred_node: int = -1
+
+    @property
+    def preferred(self) -> int:
+        return self.leader_node if self.preferred_node < 0 else self.preferred_node
 
 
 @dataclass(frozen=True, slots=True)

@@ -161,6 +161,12 @@ CREATE TABLE client_quotas (
 );
 """,
     ),
+    (
+        5,
+        # Each partition's preferred leader (reassignment, leader balance); -1 in rows
+        # written before: the leader (models.PartitionInfo.preferred).
+        "ALTER TABLE partitions ADD COLUMN preferred_node BIGINT NOT NULL DEFAULT -1;",
+    ),
 )
 
 LATEST = MIGRATIONS[-1][0]

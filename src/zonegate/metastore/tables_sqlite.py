@@ -41,6 +41,7 @@ CREATE TABLE IF NOT EXISTS partitions (
     leader_epoch INTEGER NOT NULL,
     log_start_offset INTEGER NOT NULL DEFAULT 0,
     next_offset INTEGER NOT NULL DEFAULT 0,
+    preferred_node INTEGER NOT NULL DEFAULT -1,
     UNIQUE (topic_id, partition)
 );
 CREATE TABLE IF NOT EXISTS stream_index (
@@ -134,6 +135,9 @@ ADDED_COLUMNS = (
     # The leader's clock at the commit (storage core, part 1): entries written before
     # it have 0, and segments fall back to their max timestamp (docs/storage.md).
     ("stream_index", "append_ms", "INTEGER NOT NULL DEFAULT 0"),
+    # Each partition's preferred leader, set by placement and reassignment; -1 (rows
+    # written before it) reads as the leader (models.PartitionInfo.preferred).
+    ("partitions", "preferred_node", "INTEGER NOT NULL DEFAULT -1"),
 )
 
 

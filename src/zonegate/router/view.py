@@ -27,6 +27,10 @@ class ClusterView:
             return []
         return [n for n in self._live() if n.zone == zone]
 
+    def rewrites(self, zone: str) -> bool:
+        """Whether a client of `zone` is told same-zone leaders rather than the real ones."""
+        return bool(self._zone_nodes(zone))
+
     def brokers_for(self, zone: str) -> list[NodeRecord]:
         return self._zone_nodes(zone) or self._live()
 

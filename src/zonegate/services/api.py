@@ -16,6 +16,8 @@ services are:
   leads (DescribeLogDirs; services/log_dirs.py).
 - `ClientQuotas`: Kafka's client quotas: AlterClientQuotas and
   DescribeClientQuotas, and each client's throttle time (services/quotas.py).
+- `Leadership`: partition reassignment, leader election and each partition's
+  replica list as Kafka shows it (services/reassignment.py).
 
 `Services` bundles them; the request context carries it (proxy/context.py).
 The value types handlers pass are defined where their owners are and named
@@ -51,6 +53,7 @@ from zonegate.metastore.models import (
 from zonegate.services.catalog import InvalidTopic, check_topic_name
 from zonegate.services.log_dirs import PartitionSize
 from zonegate.services.quotas import QuotaChange, QuotaFilter, QuotaRequestError
+from zonegate.services.reassignment import PREFERRED, UNCLEAN, Outcome, TopicPartition
 from zonegate.services.topic_configs import (
     BROKER_DEFAULT_NAMES,
     TOPIC_CONFIGS,
@@ -79,6 +82,7 @@ __all__ = [
     "FetchPartition",
     "FetchedPartition",
     "Groups",
+    "Leadership",
     "GroupSummary",
     "HeartbeatRequest",
     "HeartbeatResult",
@@ -90,6 +94,8 @@ __all__ = [
     "NodeRecord",
     "OffsetAnswer",
     "OffsetToCommit",
+    "Outcome",
+    "PREFERRED",
     "PartitionInfo",
     "PartitionSize",
     "QuotaChange",
@@ -103,7 +109,9 @@ __all__ = [
     "SyncResult",
     "TopicExists",
     "TopicInfo",
+    "TopicPartition",
     "Topics",
+    "UNCLEAN",
     "WritePath",
     "apply_incremental",
     "check_topic_name",
@@ -134,6 +142,11 @@ class Cluster(Protocol):
 
     def leader_for(self, partition: PartitionInfo, zone: str) -> int:
         """The node a client of `zone` sends this partition's produce and fetch to."""
+        ...
+
+    def rewrites(self, zone: str) -> bool:
+        """Whether a client of `zone` is told same-zone leaders (zone routing) rather than
+        the real ones (routing off, or no live node in its zone)."""
         ...
 
     def coordinator_for(self, group_id: str, zone: str) -> NodeRecord | None:
@@ -433,6 +446,32 @@ class LogDirs(Protocol):
     ) -> list[PartitionSize]:
         """The stored bytes of each partition a client of `zone` is told this node
         leads, of `wanted` (topic -> partitions; every one when None)."""
+
+
+# -- reassignment and leader election -----------------------------------------
+class Leadership(Protocol):
+    def replicas(
+        self, p: PartitionInfo
+    ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """Kafka's (replicas, isr, offline replicas) of a partition, as the real leaders
+        are shown (zone routing off)."""
+        ...
+
+    async def reassign(
+        self,
+        wanted: Mapping[TopicPartition, Sequence[int] | None],
+        *,
+        allow_replication_factor_change: bool = True,
+    ) -> dict[TopicPartition, Outcome]:
+        """AlterPartitionReassignments: each partition's new replica list, None to cancel;
+        done when answered."""
+        ...
+
+    async def elect(
+        self, election_type: int, wanted: Sequence[TopicPartition] | None
+    ) -> list[tuple[TopicPartition, Outcome]]:
+        """ElectLeaders (PREFERRED or UNCLEAN); every partition when `wanted` is None,
+        leaving out those that need no election."""
         ...
 
 
@@ -446,3 +485,4 @@ class Services:
     accounting: Accounting
     quotas: ClientQuotas
     log_dirs: LogDirs
+    leadership: Leadership

@@ -82,6 +82,9 @@ class NodeCluster:
     def leader_for(self, partition: PartitionInfo, zone: str) -> int:
         return self._view.leader_for(partition, zone)
 
+    def rewrites(self, zone: str) -> bool:
+        return self._view.rewrites(zone)
+
     def group_owner(self, group_id: str) -> int:
         """The node that coordinates `group_id`: rendezvous hashing over all live nodes."""
         ids = [n.node_id for n in self._membership.live_nodes()] or [self._settings.node_id]

@@ -3,6 +3,7 @@
 from zonegate.proxy.handlers import (  # noqa: F401
     alter_client_quotas,
     alter_configs,
+    alter_partition_reassignments,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
@@ -16,6 +17,7 @@ from zonegate.proxy.handlers import (  # noqa: F401
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    elect_leaders,
     fetch,
     find_coordinator,
     heartbeat,
@@ -24,6 +26,7 @@ from zonegate.proxy.handlers import (  # noqa: F401
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,

@@ -3,7 +3,10 @@
 The client's zone is resolved (client.id tag, CIDR map, the node's zone); the
 answer lists that zone's live nodes as the brokers and a same-zone node as each
 partition's leader (rendezvous hashing), so produce and fetch stay in the
-zone. With routing off, or no live node in the zone, the real leaders.
+zone; each partition's replica list is then that node alone. With routing off,
+or no live node in the zone, the real leaders, and as replicas the partition's
+preferred node (the first, Kafka's preferred leader) and its leader, live ones in
+sync, others offline (services/reassignment.py).
 Topics asked for by name that do not exist are created when both the request
 and `auto.create.topics.enable` allow it (as Kafka does); otherwise
 UNKNOWN_TOPIC_OR_PARTITION. Invalid names get INVALID_TOPIC_EXCEPTION.
@@ -21,7 +24,7 @@ from zonegate.proxy.errors import PeerProtocolError
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import InvalidTopic, TopicInfo, check_topic_name
+from zonegate.services.api import InvalidTopic, PartitionInfo, TopicInfo, check_topic_name
 
 API_KEY = 3
 ZERO_UUID = uuid.UUID(int=0)
@@ -55,6 +58,24 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     part_cls = cls(ctx, "MetadataResponsePartition")
 
     zone = ctx.client_zone
+    real = not cluster.rewrites(zone)
+
+    def partition_answer(p: PartitionInfo) -> Any:
+        leader = cluster.leader_for(p, zone)
+        if real:
+            replicas, isr, offline = ctx.services.leadership.replicas(p)
+        else:
+            replicas, isr, offline = (leader,), (leader,), ()
+        return make(
+            part_cls,
+            error_code=ErrorCode.none,
+            partition_index=p.partition,
+            leader_id=leader,
+            leader_epoch=p.leader_epoch,
+            replica_nodes=replicas,
+            isr_nodes=isr,
+            offline_replicas=offline,
+        )
 
     def topic_answer(t: TopicInfo) -> Any:
         return make(
@@ -63,20 +84,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             name=t.name,
             topic_id=t.topic_id,
             is_internal=False,
-            partitions=tuple(
-                make(
-                    part_cls,
-                    error_code=ErrorCode.none,
-                    partition_index=p.partition,
-                    leader_id=leader,
-                    leader_epoch=p.leader_epoch,
-                    replica_nodes=(leader,),
-                    isr_nodes=(leader,),
-                    offline_replicas=(),
-                )
-                for p in t.partitions
-                for leader in (cluster.leader_for(p, zone),)
-            ),
+            partitions=tuple(partition_answer(p) for p in t.partitions),
         )
 
     def topic_error(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_UUID) -> Any:
