@@ -82,6 +82,10 @@ class Catalog:
         self._rules: dict[uuid.UUID, TopicRules] = {}
         self._lock = asyncio.Lock()
         self._version = -1
+        # Counts the changes this node made to the cache. A refresh whose reads of the
+        # store overlapped one may hold data from before it, and must not put it back:
+        # a change is answered only once this node shows it (read-your-writes).
+        self._writes = 0
         # The defaults of topic configs set at run time (topic names) per scope: "" the
         # cluster's, str(node id) a node's own (Kafka's per-broker dynamic configs).
         self._scoped: dict[str, dict[str, str]] = {}
@@ -109,6 +113,7 @@ class Catalog:
         return dict(self._scoped.get(scope, {}))
 
     def _set_scoped(self, scoped: dict[str, dict[str, str]]) -> None:
+        self._writes += 1
         self._scoped = scoped
         local = scoped.get(self.local_scope, {}) if self.local_scope else {}
         self.defaults = {**scoped.get("", {}), **local}
@@ -154,12 +159,29 @@ class Catalog:
         await self.refresh(force=True)
 
     async def refresh(self, force: bool = False) -> bool:
-        """Reloads from the store if anything changed there; True when it reloaded."""
-        version = await self._meta.metadata_version()
-        if version == self._version and not force:
-            return False
-        topics = await self._meta.list_topics()
-        scoped = await self._meta.get_cluster_configs()
+        """Reloads from the store if anything changed there; True when it reloaded.
+
+        If this node changed the cache while the store was being read, what was read
+        may predate that change (the reads and the change's write interleave): it is
+        read again rather than put over the newer cache.
+        """
+        for _ in range(5):
+            writes = self._writes
+            version = await self._meta.metadata_version()
+            if version == self._version and not force:
+                return False
+            topics = await self._meta.list_topics()
+            scoped = await self._meta.get_cluster_configs()
+            if self._writes == writes:
+                self._apply(version, topics, scoped)
+                return True
+        # Changed under every read: keep the cache, whose own changes are newer; the
+        # version is not taken, so the next refresh reloads.
+        return False
+
+    def _apply(
+        self, version: int, topics: list[TopicInfo], scoped: dict[str, dict[str, str]]
+    ) -> None:
         old = self._by_stream
         self._by_name, self._by_id, self._by_stream = {}, {}, {}
         self._set_scoped(scoped)  # before the topics: each one's rules are parsed as it is put
@@ -168,9 +190,9 @@ class Catalog:
         self._version = version
         for listener in self.listeners:
             listener(old)
-        return True
 
     def _put(self, t: TopicInfo) -> None:
+        self._writes += 1
         self._by_name[t.name] = t
         self._by_id[t.topic_id] = t
         self._rules[t.topic_id] = topic_rules(t.configs, self.defaults)
@@ -245,6 +267,7 @@ class Catalog:
         async with self._lock:
             t = await self._meta.delete_topic(name)
             if t is not None:
+                self._writes += 1
                 self._by_name.pop(t.name, None)
                 self._by_id.pop(t.topic_id, None)
                 self._rules.pop(t.topic_id, None)

@@ -11,7 +11,9 @@ Kafka's per-broker dynamic configs do: they apply where that node applies topic
 configs (produce it receives, retention of partitions it leads). The Python
 clients can only name a broker by id. Other broker configs are static and
 refused. Unknown configs and bad values get INVALID_CONFIG naming them;
-`validate_only` checks and changes nothing. Every node sees a change at its
+`validate_only` checks and changes nothing. The answering node shows a change
+before it answers (services/catalog.py keeps a refresh that read the store
+before the change from putting the old value back); every other node at its
 next catalog refresh.
 """
 
