@@ -141,6 +141,7 @@ class Node:
             ),
             topic_names=lambda: [t.name for t in self.catalog.topics()],
             topic_by_id=self.catalog.by_id,
+            group_configs=self.catalog.group_configs,
         )
         self.controller = Controller(self.meta, self.membership, clock_ms=clock.wall_ms)
         # A node whose serving loop has not turned for five leases is stuck, not busy.

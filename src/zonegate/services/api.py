@@ -23,7 +23,7 @@ here, so a handler imports this module and nothing else of the node.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -211,7 +211,23 @@ class Topics(Protocol):
     async def alter_defaults(
         self, scope: str, changes: dict[str, str | None], *, replace: bool, validate_only: bool
     ) -> None:
-        """The defaults of one scope, by broker names (`log.retention.ms`...)."""
+        """The broker configs of one scope, by broker names (`log.retention.ms`...)."""
+        ...
+
+    def group_configs(self, group_id: str) -> dict[str, str]:
+        """A group's own configs (KIP-848), as set at run time."""
+        ...
+
+    async def alter_group_configs(
+        self,
+        group_id: str,
+        changes: dict[str, str | None],
+        *,
+        replace: bool,
+        validate_only: bool,
+        bounds: Mapping[str, int] | None = None,
+    ) -> None:
+        """Sets (None: removes) a group's configs; InvalidConfig for a refused one."""
         ...
 
 
