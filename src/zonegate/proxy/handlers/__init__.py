@@ -15,6 +15,7 @@ from zonegate.proxy.handlers import (  # noqa: F401
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_user_scram_credentials,
     fetch,
     find_coordinator,
     heartbeat,
