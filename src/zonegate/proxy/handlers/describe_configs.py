@@ -174,10 +174,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 code = ErrorCode.invalid_request
                 message = f"broker {res.resource_name!r} is not this node ({cluster.node_id})"
             elif res.resource_name == "":
-                # The cluster-wide default resource shows only the configs set on it, as
-                # Kafka's does (its dynamic default configs).
+                # The cluster-wide default resource shows only the configs set on it,
+                # each with only that synonym, as Kafka's does.
                 values = {
-                    k: v
+                    k: Shown([c for c in v.chain if c[2] == DYNAMIC_DEFAULT_BROKER_CONFIG], v.defn)
                     for k, v in _broker_values({}, layers[1:]).items()
                     if v.source == DYNAMIC_DEFAULT_BROKER_CONFIG
                 }
