@@ -106,7 +106,8 @@ def test_broker_configs_kafka_changes_at_run_time() -> None:
         (
             {"ssl.keystore.password": "x"},
             False,
-            "These security configs can be dynamically updated only per-listener: "
+            "These security configs can be dynamically updated only per-listener using the "
+            "listener prefix: "
             "[ssl.keystore.password]",
         ),
     ],

@@ -188,7 +188,8 @@ def validate_broker_configs(
     listener_only = sorted(n for n in configs if n in PER_LISTENER)
     if listener_only:
         raise InvalidBrokerConfig(
-            "These security configs can be dynamically updated only per-listener: "
+            "These security configs can be dynamically updated only per-listener using the "
+            "listener prefix: "
             f"[{', '.join(listener_only)}]"
         )
     out: dict[str, str | None] = {}
