@@ -70,6 +70,8 @@ class Shown:
     __slots__ = ("chain", "defn", "read_only", "source", "value")
 
     def __init__(self, chain: Chain, defn: ConfigDef | None, read_only: bool = False) -> None:
+        # A synonym without a value (a default of null) is left out, as Kafka does.
+        chain = [c for c in chain if c[1] is not None]
         self.chain = chain
         self.defn = defn
         self.read_only = read_only
