@@ -1,7 +1,9 @@
-"""The topic configurations zonegate knows, with Kafka's defaults and validation.
+"""The topic configs of Kafka 4.x, with Kafka's defaults and validation.
 
-Unknown names and bad values are refused (INVALID_CONFIG), as Kafka does, so a
-typo never silently does nothing. `TopicRules` (storage/topic_rules.py) is the
+Every name Kafka knows is accepted, those with no effect here too (HONOURED
+names the others' complement; docs/compatibility.md says why each has none);
+unknown names and bad values are refused (INVALID_CONFIG) with Kafka's
+messages, so a typo never silently does nothing. `TopicRules` (storage/topic_rules.py) is the
 typed view of every config that decides behaviour, parsed here once when the
 catalog changes (`topic_rules`); strings are read only where they are the
 product (DescribeConfigs, CreateTopics) or the input (AlterConfigs).
@@ -145,7 +147,6 @@ BROKER_DEFAULT_NAMES: dict[str, str] = {
     "unclean.leader.election.enable": "unclean.leader.election.enable",
 }
 TOPIC_NAME_OF_DEFAULT = {broker: topic for topic, broker in BROKER_DEFAULT_NAMES.items()}
-LIST_CONFIGS = frozenset(n for n, d in TOPIC_CONFIGS.items() if d.type == "LIST")
 
 
 def unknown_topic_config(name: str) -> InvalidConfig:

@@ -3,10 +3,10 @@
 Topics: AlterConfigs replaces a topic's configs with those it names (as Kafka's
 does: the others go back to their defaults); IncrementalAlterConfigs sets,
 deletes, appends to or subtracts from single configs (APPEND and SUBTRACT on
-list configs only: `cleanup.policy`). The broker resource "" (kafka-configs.sh
-`--entity-type brokers --entity-default`) holds the cluster-wide defaults of
-the broker configs Kafka changes at run time (services/broker_configs.py),
-topic configs' defaults among them under their broker names
+list configs only: `cleanup.policy`, the throttled replicas). The broker
+resource "" (kafka-configs.sh `--entity-type brokers --entity-default`)
+holds the cluster-wide defaults of the broker configs Kafka changes at run
+time (services/broker_configs.py), topic configs' defaults among them under their broker names
 (`log.retention.ms`...); a broker resource named by a node id holds that
 node's own, over the cluster's, as Kafka's per-broker dynamic configs do: they
 apply where that node applies topic configs (produce it receives, retention of
