@@ -4,21 +4,20 @@ Topics: AlterConfigs replaces a topic's configs with those it names (as Kafka's
 does: the others go back to their defaults); IncrementalAlterConfigs sets,
 deletes, appends to or subtracts from single configs (APPEND and SUBTRACT on
 list configs only: `cleanup.policy`, the throttled replicas). The broker
-resource "" (kafka-configs.sh `--entity-type brokers --entity-default`)
-holds the cluster-wide defaults of the broker configs Kafka changes at run
-time (services/broker_configs.py), topic configs' defaults among them under their broker names
-(`log.retention.ms`...); a broker resource named by a node id holds that
-node's own, over the cluster's, as Kafka's per-broker dynamic configs do: they
-apply where that node applies topic configs (produce it receives, retention of
-partitions it leads). The Python clients can only name a broker by id. A
-refused broker config gets Kafka's INVALID_REQUEST with its message. A group
-resource (type 32, KIP-848) holds a group's own configs
+resource "" (kafka-configs.sh `--entity-type brokers --entity-default`) holds
+the cluster-wide defaults of the broker configs Kafka changes at run time
+(services/broker_configs.py), topic configs' defaults among them under their
+broker names (`log.retention.ms`...); a broker resource named by a node id
+holds that node's own, over the cluster's, as Kafka's per-broker dynamic
+configs do: they apply where that node applies topic configs (produce it
+receives, retention of partitions it leads). The Python clients can only name a
+broker by id. A refused broker config gets Kafka's INVALID_REQUEST with its
+message. A group resource (type 32, KIP-848) holds a group's own configs
 (services/group_configs.py). Unknown topic or group configs and bad values get
-INVALID_CONFIG naming them;
-`validate_only` checks and changes nothing. The answering node shows a change
-before it answers (services/catalog.py keeps a refresh that read the store
-before the change from putting the old value back); every other node at its
-next catalog refresh.
+INVALID_CONFIG naming them; `validate_only` checks and changes nothing. The
+answering node shows a change before it answers (services/catalog.py keeps a
+refresh that read the store before the change from putting the old value back);
+every other node at its next catalog refresh.
 """
 
 from __future__ import annotations
