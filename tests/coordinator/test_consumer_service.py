@@ -16,7 +16,7 @@ from zonegate.coordinator.consumer_group import (
     ConsumerGroupSettings,
     HeartbeatRequest,
 )
-from zonegate.coordinator.consumer_service import consumer_describe, consumer_heartbeat
+from zonegate.coordinator.consumer_service import consumer_describe, consumer_heartbeat, heartbeat
 from zonegate.coordinator.service import GroupCoordinator, OffsetToCommit
 from zonegate.metastore.api import open_metastore
 from zonegate.metastore.models import PartitionInfo, TopicInfo
@@ -137,3 +137,39 @@ def test_unknown_group_and_classic_groups(tmp_path: Path) -> None:
         assert list(described.group.members) == ["m"]
 
     run(tmp_path, body)
+
+
+def test_a_groups_own_configs_set_its_session_and_heartbeat(tmp_path: Path) -> None:
+    """KIP-848's group configs (IncrementalAlterConfigs on the group): the coordinator
+    gives that group, and only it, its own heartbeat interval and session timeout."""
+
+    async def main() -> None:
+        meta = open_metastore(f"sqlite:///{tmp_path / 'meta.db'}")
+        own = {"tuned": {"consumer.heartbeat.interval.ms": "6000"}}
+        coord = GroupCoordinator(
+            meta,
+            GroupConfig(initial_rebalance_delay_ms=0),
+            {"t": TOPIC}.get,
+            consumer_settings=SETTINGS,
+            topic_names=names,
+            group_configs=lambda g: own.get(g, {}),
+        )
+        await coord.start()
+        try:
+            res = await heartbeat(coord, "tuned", join("m1"))
+            assert res.error is ErrorCode.none and res.heartbeat_interval_ms == 6000
+            res = await heartbeat(coord, "plain", join("m2"))
+            assert res.heartbeat_interval_ms == 700
+            # A change applies from the group's next heartbeat.
+            own["tuned"] = {"consumer.session.timeout.ms": "50000"}
+            owned = ((TID, (0, 1, 2, 3)),)
+            res = await heartbeat(coord, "tuned", HeartbeatRequest("m1", 1, owned=owned))
+            assert res.heartbeat_interval_ms == 700
+            group = await coord.get("tuned")
+            assert isinstance(group, ConsumerGroup)
+            assert group.settings.session_timeout_ms == 50000
+        finally:
+            await coord.stop()
+            await meta.close()
+
+    asyncio.run(main())

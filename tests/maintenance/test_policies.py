@@ -115,3 +115,30 @@ def test_a_topic_with_both_retention_limits_off_is_no_retention_target() -> None
     )
     rules = {p.stream_id: rule for p, rule in LedPartitions(catalog, 1).retention_targets()}
     assert rules == {2: RetentionRule(604_800_000, 5)}
+
+
+def test_gc_waits_each_topics_file_delete_delay() -> None:
+    """file.delete.delay.ms per topic: a stream object waits its topic's delay, a WAL
+    object (which mixes topics) the longest of any topic, the node's own for topics
+    that set none."""
+    catalog = _Catalog(
+        _topic("quick", [1], 10, **{"file.delete.delay.ms": "1000"}),
+        _topic("slow", [1], 20, **{"file.delete.delay.ms": "300000"}),
+        _topic("plain", [1], 30),
+    )
+    delays = LedPartitions(catalog, 1).file_delete_delays(60_000)
+    assert (delays.of("streams/10/x"), delays.of("streams/20/x")) == (1000, 300_000)
+    assert delays.of("streams/30/x") == 60_000  # the node's own
+    assert delays.of("wal/abc") == 300_000  # the longest
+    assert delays.of("streams/99/x") == 300_000  # a stream no topic holds any more
+    old = NOW - 3_600_000
+    units = {k: _Unit(None, 1, old) for k in ("streams/10/a", "streams/30/a", "wal/a")}
+    pending = {k: (NOW, 1) for k in units}
+    assert decide(units, set(), pending, NOW + 1000, _GC, delays).due == ["streams/10/a"]
+    assert decide(units, set(), pending, NOW + 60_000, _GC, delays).due == [
+        "streams/10/a",
+        "streams/30/a",
+    ]
+    assert len(decide(units, set(), pending, NOW + 300_000, _GC, delays).due) == 3
+    # No topics: every unit waits the node's own delay.
+    assert LedPartitions(_Catalog(), 1).file_delete_delays(60_000).of("wal/a") == 60_000

@@ -8,12 +8,13 @@ import dataclasses
 
 import pytest
 
+from zonegate.services.broker_configs import InvalidBrokerConfig, validate_broker_configs
 from zonegate.services.topic_configs import (
     BROKER_DEFAULT_NAMES,
+    HONOURED,
     TOPIC_CONFIGS,
     InvalidConfig,
     topic_rules,
-    validate_broker_defaults,
     validate_topic_configs,
 )
 from zonegate.storage.cleaner import CleanerConfig
@@ -35,8 +36,29 @@ KAFKA = TopicRules(
     retention=RetentionRule(retention_ms=604_800_000, retention_bytes=-1),
     cleaning=None,
 )
-# Stored and shown, met by design (docs/storage.md): no rule follows from them.
-BY_DESIGN = {"min.insync.replicas", "unclean.leader.election.enable", "flush.messages", "flush.ms"}
+# Stored, shown and validated, with no effect (docs/compatibility.md): no rule follows
+# from them. A valid value of each, not Kafka's default.
+NO_EFFECT = {
+    "compression.gzip.level": "5",
+    "compression.lz4.level": "3",
+    "compression.zstd.level": "7",
+    "flush.messages": "2",
+    "flush.ms": "2",
+    "follower.replication.throttled.replicas": "0:1,1:2",
+    "index.interval.bytes": "2",
+    "leader.replication.throttled.replicas": "*",
+    "local.retention.bytes": "2",
+    "local.retention.ms": "2",
+    "min.insync.replicas": "2",
+    "preallocate": "true",
+    "remote.log.copy.disable": "true",
+    "remote.log.delete.on.disable": "true",
+    "remote.storage.enable": "true",
+    "segment.index.bytes": "2000",
+    "segment.jitter.ms": "2",
+    "unclean.leader.election.enable": "true",
+}
+BY_DESIGN = set(NO_EFFECT)
 # Read by cleaning only, so parsed for a compacted topic (test below).
 CLEANING_ONLY = {
     "min.cleanable.dirty.ratio",
@@ -89,13 +111,16 @@ EACH: list[tuple[str, str, TopicRules]] = [
         "20",
         _kafka_with(produce=_produce(timestamp_after_max_ms=20)),
     ),
+    ("file.delete.delay.ms", "10000", _kafka_with(file_delete_delay_ms=10000)),
 ]
 
 
 def test_no_configs_are_kafkas_defaults() -> None:
     assert topic_rules({}) == KAFKA
     # Accepted, but nothing obeys them.
-    assert topic_rules({n: "true" if n.startswith("unclean") else "2" for n in BY_DESIGN}) == KAFKA
+    assert validate_topic_configs(dict(NO_EFFECT)) == NO_EFFECT
+    assert topic_rules(NO_EFFECT) == KAFKA
+    assert BY_DESIGN == set(TOPIC_CONFIGS) - HONOURED
 
 
 @pytest.mark.parametrize(("name", "value", "rules"), EACH, ids=[f"{n}={v}" for n, v, _ in EACH])
@@ -104,8 +129,12 @@ def test_each_config_parses_into_its_field(name: str, value: str, rules: TopicRu
     # The same value as a default set at run time (the cluster's, or a node's own,
     # as the catalog merges them) gives the same rules...
     assert topic_rules({}, {name: value}) == rules
-    # ...and a topic's own value wins over it.
-    assert topic_rules({name: TOPIC_CONFIGS[name].default}, {name: value}) == KAFKA
+    # ...and a topic's own value wins over it. (A file.delete.delay.ms set to Kafka's
+    # default is kept as set: unset, the node's own delay applies.)
+    own = topic_rules({name: TOPIC_CONFIGS[name].default}, {name: value})
+    if name == "file.delete.delay.ms":
+        own = dataclasses.replace(own, file_delete_delay_ms=None)
+    assert own == KAFKA
 
 
 def test_every_config_that_decides_behaviour_is_parsed() -> None:
@@ -148,12 +177,13 @@ def test_defaults_layer_under_a_topics_own_configs() -> None:
     assert rules.produce.keys_required and rules.cleaning is not None
 
 
-# A value each config's check refuses, as it did before the rules were typed.
+# A value each config's check refuses, by Kafka's rules. (retention.bytes takes any
+# long in Kafka, -2 too: a negative one is no limit.)
 BAD = {
     "cleanup.policy": "delete,remove",
     "compression.type": "brotli",
     "retention.ms": "-2",
-    "retention.bytes": "-2",
+    "retention.bytes": "9223372036854775808",
     "segment.bytes": "13",
     "segment.ms": "0",
     "max.message.bytes": "-1",
@@ -168,16 +198,38 @@ BAD = {
     "min.cleanable.dirty.ratio": "1.5",
     "flush.messages": "0",
     "flush.ms": "-1",
+    "compression.gzip.level": "0",
+    "compression.lz4.level": "18",
+    "compression.zstd.level": "23",
+    "file.delete.delay.ms": "-1",
+    "follower.replication.throttled.replicas": "0-1",
+    "leader.replication.throttled.replicas": "all",
+    "index.interval.bytes": "-1",
+    "local.retention.bytes": "-3",
+    "local.retention.ms": "-3",
+    "preallocate": "yes",
+    "remote.log.copy.disable": "1",
+    "remote.log.delete.on.disable": "0",
+    "remote.storage.enable": "on",
+    "segment.index.bytes": "3",
+    "segment.jitter.ms": "-1",
+}
+# An empty list is a valid list.
+EMPTY_IS_VALID = {
+    "follower.replication.throttled.replicas",
+    "leader.replication.throttled.replicas",
 }
 
 
 @pytest.mark.parametrize("name", sorted(TOPIC_CONFIGS))
 def test_bad_values_are_refused_before_they_reach_the_rules(name: str) -> None:
-    for bad in (BAD[name], "x", ""):
+    for bad in (BAD[name], "x", *(() if name in EMPTY_IS_VALID else ("",))):
         with pytest.raises(InvalidConfig, match=name):
             validate_topic_configs({name: bad})
-        with pytest.raises(InvalidConfig, match=BROKER_DEFAULT_NAMES[name]):
-            validate_broker_defaults({BROKER_DEFAULT_NAMES[name]: bad})
+        if name in BROKER_DEFAULT_NAMES:  # the cluster's default of it, on a broker
+            broker_name = BROKER_DEFAULT_NAMES[name]
+            with pytest.raises(InvalidBrokerConfig, match=broker_name):
+                validate_broker_configs({broker_name: bad}, cluster_default=True)
     # Kafka's own default passes, and parses.
     assert validate_topic_configs({name: TOPIC_CONFIGS[name].default}) == {
         name: TOPIC_CONFIGS[name].default

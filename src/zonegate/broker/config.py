@@ -113,4 +113,7 @@ class NodeConfig:
             ),
             "zonegate.wal.seal.bytes": str(self.wal_seal_bytes),
             "zonegate.wal.seal.age.ms": str(self.seal_age_s * 1000),
+            "group.consumer.session.timeout.ms": str(self.group_consumer_session_timeout_ms),
+            "group.consumer.heartbeat.interval.ms": str(self.group_consumer_heartbeat_interval_ms),
+            "log.segment.delete.delay.ms": str(self.segment_delete_delay_ms),
         }

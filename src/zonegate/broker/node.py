@@ -143,6 +143,7 @@ class Node:
             ),
             topic_names=lambda: [t.name for t in self.catalog.topics()],
             topic_by_id=self.catalog.by_id,
+            group_configs=self.catalog.group_configs,
         )
         self.controller = Controller(
             self.meta,

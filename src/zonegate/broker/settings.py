@@ -327,7 +327,9 @@ SETTINGS: tuple[Setting, ...] = (
         "log.segment.delete.delay.ms",
         60_000,
         "log.segment.delete.delay.ms: how long an object no index entry names any more "
-        "is kept before object GC deletes it, for readers still in flight (default {default})",
+        "is kept before object GC deletes it, for readers still in flight (default "
+        "{default}); a topic's file.delete.delay.ms overrides it for its objects "
+        "(docs/storage.md)",
         **MS,
         into="segment_delete_delay_ms",
     ),

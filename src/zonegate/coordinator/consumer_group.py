@@ -64,6 +64,22 @@ class ConsumerGroupSettings:
     session_timeout_ms: int = 45000  # group.consumer.session.timeout.ms
     max_size: int = 2**31 - 1  # group.consumer.max.size
 
+    def for_group(self, own: Mapping[str, str]) -> ConsumerGroupSettings:
+        """These settings under a group's own configs (KIP-848's group configs,
+        `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms`, set by
+        IncrementalAlterConfigs on the group and checked then)."""
+        session = own.get("consumer.session.timeout.ms")
+        heartbeat = own.get("consumer.heartbeat.interval.ms")
+        if session is None and heartbeat is None:
+            return self
+        return replace(
+            self,
+            session_timeout_ms=self.session_timeout_ms if session is None else int(session),
+            heartbeat_interval_ms=(
+                self.heartbeat_interval_ms if heartbeat is None else int(heartbeat)
+            ),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Topics:

@@ -66,9 +66,14 @@ async def consumer_heartbeat(
 async def heartbeat(
     coord: GroupCoordinator, group_id: str, req: HeartbeatRequest
 ) -> HeartbeatResult:
-    """ConsumerGroupHeartbeat with the coordinator's own settings and topic names."""
+    """ConsumerGroupHeartbeat with the coordinator's own settings, under the group's own
+    configs, and topic names."""
     return await consumer_heartbeat(
-        coord, group_id, req, coord.consumer_settings, coord.topic_names
+        coord,
+        group_id,
+        req,
+        coord.consumer_settings.for_group(coord.group_configs(group_id)),
+        coord.topic_names,
     )
 
 

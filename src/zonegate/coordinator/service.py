@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -107,6 +107,7 @@ class GroupCoordinator:
         consumer_settings: ConsumerGroupSettings | None = None,
         topic_names: Callable[[], Iterable[str]] = tuple,
         topic_by_id: Callable[[uuid.UUID], TopicInfo | None] = lambda _: None,
+        group_configs: Callable[[str], Mapping[str, str]] = lambda _: {},
     ) -> None:
         self.meta = meta
         self.clock = clock
@@ -115,6 +116,7 @@ class GroupCoordinator:
         # KIP-848 groups: the broker's group.consumer.* settings, and the cluster's topics
         # by name (regex subscriptions) and by id (describing assignments).
         self.consumer_settings = consumer_settings or ConsumerGroupSettings()
+        self.group_configs = group_configs  # a group's own configs (KIP-848), by group id
         self.topic_names = topic_names
         self.topic_by_id = topic_by_id
         self.groups: dict[str, Group] = {}

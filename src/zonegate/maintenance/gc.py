@@ -11,6 +11,11 @@ records older than their retention go too. Objects are deleted before their
 pending rows, so a crash anywhere leaves work the next pass finishes and
 nothing half done. docs/storage.md has the design and why the graces are safe.
 
+The unreferenced grace is Kafka's `file.delete.delay.ms`, per topic (`GcDelays`):
+a stream object holds one partition, so it waits its topic's delay; a WAL
+object mixes topics and no longer says which once unreferenced, so it waits
+the longest delay of any topic (never less than any of its topics asked for).
+
 Policy (`decide`: which units are due, which rows to add and drop, when the
 next one is due; `expired_usage`) is pure, given what the LIST and the index
 said and the time; `ObjectGc` does the LISTs, the deletes and the rows.
@@ -21,7 +26,7 @@ from __future__ import annotations
 import datetime
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from zonegate.runtime.clock import Clock
@@ -44,6 +49,23 @@ class GcSettings:
     unreferenced_grace_ms: int = 60_000  # log.segment.delete.delay.ms
     orphan_grace_ms: int = 600_000  # zonegate.gc.orphan.grace.ms
     usage_retention_ms: int = 30 * 86_400_000  # --usage-retention-days
+
+
+_STREAM_UNIT = re.compile(r"^streams/(\d+)/")
+
+
+@dataclass(frozen=True)
+class GcDelays:
+    """The unreferenced grace of each unit, from the topics' `file.delete.delay.ms`."""
+
+    by_stream: Mapping[int, int]  # a stream's topic's delay, where it differs from `wal_ms`
+    wal_ms: int  # the longest delay of any topic (the node's own when there are none)
+
+    def of(self, unit: str) -> int:
+        m = _STREAM_UNIT.match(unit)
+        if m is None:
+            return self.wal_ms
+        return self.by_stream.get(int(m.group(1)), self.wal_ms)
 
 
 @dataclass
@@ -83,9 +105,11 @@ def decide(
     pending: Mapping[str, tuple[int, int]],
     now: int,
     settings: GcSettings,
+    delays: GcDelays | None = None,
 ) -> GcDecision:
-    """Which units go now: unreferenced for `unreferenced_grace_ms` (since their
-    pending row's first sighting, or now) and uploaded `orphan_grace_ms` ago."""
+    """Which units go now: unreferenced for their grace (`delays`, else
+    `unreferenced_grace_ms`; since their pending row's first sighting, or now) and
+    uploaded `orphan_grace_ms` ago."""
     s = settings
     add: dict[str, tuple[int, int]] = {}
     due: list[str] = []
@@ -96,7 +120,8 @@ def decide(
         first_seen = pending[name][0] if name in pending else now
         if name not in pending:
             add[name] = (now, u.size)
-        due_at = max(first_seen + s.unreferenced_grace_ms, u.modified_ms + s.orphan_grace_ms)
+        grace = s.unreferenced_grace_ms if delays is None else delays.of(name)
+        due_at = max(first_seen + grace, u.modified_ms + s.orphan_grace_ms)
         if due_at <= now:
             due.append(name)
         else:
@@ -119,9 +144,16 @@ def expired_usage(infos: Iterable[ObjectInfo], now_ms: int, retention_ms: int) -
 
 class ObjectGc:
     def __init__(
-        self, store: ObjectStore, index: GcStore, clock: Clock, settings: GcSettings
+        self,
+        store: ObjectStore,
+        index: GcStore,
+        clock: Clock,
+        settings: GcSettings,
+        delays: Callable[[int], GcDelays] | None = None,
     ) -> None:
         self._store = store
+        # The topics' delays now, given the node's own (None: the node's for all).
+        self._delays = delays
         self._index = index
         self._clock = clock
         self._settings = settings
@@ -151,7 +183,10 @@ class ObjectGc:
         )
         pending = await self._index.gc_pending()
         now = self._clock.wall_ms()
-        decision = decide(units, referenced, pending, now, self._settings)
+        delays = None
+        if self._delays is not None:
+            delays = self._delays(self._settings.unreferenced_grace_ms)
+        decision = decide(units, referenced, pending, now, self._settings, delays)
         due, add, stale = decision.due, decision.add, decision.stale
         self.next_due_ms = decision.next_due_ms
         if due:

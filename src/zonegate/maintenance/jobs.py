@@ -57,7 +57,7 @@ class StorageMaintenance:
         self.compactor = Compactor(
             leader.changes, store, read, led.compaction_targets, clock, settings.compaction
         )
-        self.gc = ObjectGc(store, index, clock, settings.gc)
+        self.gc = ObjectGc(store, index, clock, settings.gc, led.file_delete_delays)
 
     def schedule(self, sup: Supervisor) -> None:
         s = self._settings

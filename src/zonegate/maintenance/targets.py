@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from zonegate.leader_forwarder.partitions import KAFKA_SEGMENTING
+from zonegate.maintenance.gc import GcDelays
 from zonegate.metastore.models import PartitionInfo, TopicInfo
 from zonegate.storage.cleaner import CleanerConfig
 from zonegate.storage.topic_rules import RetentionRule, TopicRules
@@ -86,6 +87,17 @@ class LedPartitions:
             else:
                 out.append(Target(p.stream_id, *rules.segmenting, rules.cleaning))
         return out
+
+    def file_delete_delays(self, node_ms: int) -> GcDelays:
+        """Each partition's `file.delete.delay.ms` (every topic's, led or not: object
+        GC runs over the whole store), `node_ms` where none is set; WAL objects, which
+        mix topics, get the longest."""
+        by_stream: dict[int, int] = {}
+        for p in self._catalog.partitions():
+            topic = self._catalog.get(p.topic)
+            delay = self._catalog.rules(topic).file_delete_delay_ms if topic else None
+            by_stream[p.stream_id] = node_ms if delay is None else delay
+        return GcDelays(by_stream, max(by_stream.values(), default=node_ms))
 
     def retention_targets(self) -> list[tuple[PartitionInfo, RetentionRule]]:
         """The led partitions whose topics delete by retention, with their rules."""

@@ -229,7 +229,23 @@ class Topics(Protocol):
     async def alter_defaults(
         self, scope: str, changes: dict[str, str | None], *, replace: bool, validate_only: bool
     ) -> None:
-        """The defaults of one scope, by broker names (`log.retention.ms`...)."""
+        """The broker configs of one scope, by broker names (`log.retention.ms`...)."""
+        ...
+
+    def group_configs(self, group_id: str) -> dict[str, str]:
+        """A group's own configs (KIP-848), as set at run time."""
+        ...
+
+    async def alter_group_configs(
+        self,
+        group_id: str,
+        changes: dict[str, str | None],
+        *,
+        replace: bool,
+        validate_only: bool,
+        bounds: Mapping[str, int] | None = None,
+    ) -> None:
+        """Sets (None: removes) a group's configs; InvalidConfig for a refused one."""
         ...
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from zonegate.metastore.api import ClusterStore
 from zonegate.metastore.models import (
@@ -25,11 +25,9 @@ from zonegate.metastore.models import (
     TopicExists,
     TopicInfo,
 )
-from zonegate.services.topic_configs import (
-    topic_rules,
-    validate_broker_defaults,
-    validate_topic_configs,
-)
+from zonegate.services.broker_configs import validate_broker_configs
+from zonegate.services.group_configs import group_scope, validate_group_configs
+from zonegate.services.topic_configs import topic_rules, validate_topic_configs
 from zonegate.storage.topic_rules import TopicRules
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -82,8 +80,13 @@ class Catalog:
         self._rules: dict[uuid.UUID, TopicRules] = {}
         self._lock = asyncio.Lock()
         self._version = -1
-        # The defaults of topic configs set at run time (topic names) per scope: "" the
-        # cluster's, str(node id) a node's own (Kafka's per-broker dynamic configs).
+        # Counts the changes this node made to the cache. A refresh whose reads of the
+        # store overlapped one may hold data from before it, and must not put it back:
+        # a change is answered only once this node shows it (read-your-writes).
+        self._writes = 0
+        # The broker configs set at run time per scope ("" the cluster's defaults,
+        # str(node id) a node's own: Kafka's dynamic broker configs), topic defaults
+        # under their topic names (services/broker_configs.py `stored_name`).
         self._scoped: dict[str, dict[str, str]] = {}
         self.local_scope = "" if node_id is None else str(node_id)
         # Those in force on this node: its own over the cluster's.
@@ -109,6 +112,7 @@ class Catalog:
         return dict(self._scoped.get(scope, {}))
 
     def _set_scoped(self, scoped: dict[str, dict[str, str]]) -> None:
+        self._writes += 1
         self._scoped = scoped
         local = scoped.get(self.local_scope, {}) if self.local_scope else {}
         self.defaults = {**scoped.get("", {}), **local}
@@ -139,27 +143,71 @@ class Catalog:
     async def alter_defaults(
         self, scope: str, changes: dict[str, str | None], *, replace: bool, validate_only: bool
     ) -> None:
-        """The defaults of `scope` ("" the cluster's, a node id a node's own), by their
-        broker names (`log.retention.ms`...); with `replace`, those not named are
-        removed. InvalidConfig naming a bad or unknown one."""
-        checked = validate_broker_defaults(changes)
+        """The broker configs of `scope` ("" the cluster's defaults, a node id a node's
+        own), by their broker names (`log.retention.ms`, `num.io.threads`...); with
+        `replace`, those not named are removed. InvalidBrokerConfig (Kafka's
+        INVALID_REQUEST) for a refused one."""
+        checked = validate_broker_configs(changes, cluster_default=scope == "")
         if replace:
-            for topic_name in self._scoped.get(scope, {}):
-                checked.setdefault(topic_name, None)
+            for stored in self._scoped.get(scope, {}):
+                checked.setdefault(stored, None)
         if not validate_only:
             after = await self._meta.set_cluster_configs(scope, checked)
             self._set_scoped({**self._scoped, scope: after})
+
+    def group_configs(self, group_id: str) -> dict[str, str]:
+        """A group's own configs (KIP-848's group configs), as set at run time."""
+        return self.defaults_at(group_scope(group_id))
+
+    async def alter_group_configs(
+        self,
+        group_id: str,
+        changes: dict[str, str | None],
+        *,
+        replace: bool,
+        validate_only: bool,
+        bounds: Mapping[str, int] | None = None,
+    ) -> None:
+        """Sets (None: removes) a group's configs; with `replace`, those not named go.
+        InvalidConfig with Kafka's message for a refused one."""
+        scope = group_scope(group_id)
+        merged: dict[str, str | None] = {} if replace else dict(self._scoped.get(scope, {}))
+        merged.update(changes)
+        checked = validate_group_configs(merged, bounds)
+        if validate_only:
+            return
+        delta: dict[str, str | None] = {k: None for k in self._scoped.get(scope, {})}
+        delta.update(checked)
+        after = await self._meta.set_cluster_configs(scope, delta)
+        self._set_scoped({**self._scoped, scope: after})
 
     async def load(self) -> None:
         await self.refresh(force=True)
 
     async def refresh(self, force: bool = False) -> bool:
-        """Reloads from the store if anything changed there; True when it reloaded."""
-        version = await self._meta.metadata_version()
-        if version == self._version and not force:
-            return False
-        topics = await self._meta.list_topics()
-        scoped = await self._meta.get_cluster_configs()
+        """Reloads from the store if anything changed there; True when it reloaded.
+
+        If this node changed the cache while the store was being read, what was read
+        may predate that change (the reads and the change's write interleave): it is
+        read again rather than put over the newer cache.
+        """
+        for _ in range(5):
+            writes = self._writes
+            version = await self._meta.metadata_version()
+            if version == self._version and not force:
+                return False
+            topics = await self._meta.list_topics()
+            scoped = await self._meta.get_cluster_configs()
+            if self._writes == writes:
+                self._apply(version, topics, scoped)
+                return True
+        # Changed under every read: keep the cache, whose own changes are newer; the
+        # version is not taken, so the next refresh reloads.
+        return False
+
+    def _apply(
+        self, version: int, topics: list[TopicInfo], scoped: dict[str, dict[str, str]]
+    ) -> None:
         old = self._by_stream
         self._by_name, self._by_id, self._by_stream = {}, {}, {}
         self._set_scoped(scoped)  # before the topics: each one's rules are parsed as it is put
@@ -168,9 +216,9 @@ class Catalog:
         self._version = version
         for listener in self.listeners:
             listener(old)
-        return True
 
     def _put(self, t: TopicInfo) -> None:
+        self._writes += 1
         self._by_name[t.name] = t
         self._by_id[t.topic_id] = t
         self._rules[t.topic_id] = topic_rules(t.configs, self.defaults)
@@ -245,6 +293,7 @@ class Catalog:
         async with self._lock:
             t = await self._meta.delete_topic(name)
             if t is not None:
+                self._writes += 1
                 self._by_name.pop(t.name, None)
                 self._by_id.pop(t.topic_id, None)
                 self._rules.pop(t.topic_id, None)

@@ -58,3 +58,7 @@ class TopicRules:
     # limits off
     retention: RetentionRule | None
     cleaning: CleanerConfig | None  # a compacted topic's key-based cleaning; None if not
+    # file.delete.delay.ms, when the topic or a default set at run time
+    # (log.segment.delete.delay.ms) gives one: how long object GC keeps the topic's
+    # objects once unreferenced. None: the node's --log-segment-delete-delay-ms.
+    file_delete_delay_ms: int | None = None

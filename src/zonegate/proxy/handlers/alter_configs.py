@@ -3,16 +3,21 @@
 Topics: AlterConfigs replaces a topic's configs with those it names (as Kafka's
 does: the others go back to their defaults); IncrementalAlterConfigs sets,
 deletes, appends to or subtracts from single configs (APPEND and SUBTRACT on
-list configs only: `cleanup.policy`). The broker resource "" (kafka-configs.sh
-`--entity-type brokers --entity-default`) holds the cluster-wide defaults of
-topic configs under their broker names (`log.retention.ms`...); a broker
-resource named by a node id holds that node's own, over the cluster's, as
-Kafka's per-broker dynamic configs do: they apply where that node applies topic
-configs (produce it receives, retention of partitions it leads). The Python
-clients can only name a broker by id. Other broker configs are static and
-refused. Unknown configs and bad values get INVALID_CONFIG naming them;
-`validate_only` checks and changes nothing. Every node sees a change at its
-next catalog refresh.
+list configs only: `cleanup.policy`, the throttled replicas). The broker
+resource "" (kafka-configs.sh `--entity-type brokers --entity-default`) holds
+the cluster-wide defaults of the broker configs Kafka changes at run time
+(services/broker_configs.py), topic configs' defaults among them under their
+broker names (`log.retention.ms`...); a broker resource named by a node id
+holds that node's own, over the cluster's, as Kafka's per-broker dynamic
+configs do: they apply where that node applies topic configs (produce it
+receives, retention of partitions it leads). The Python clients can only name a
+broker by id. A refused broker config gets Kafka's INVALID_REQUEST with its
+message. A group resource (type 32, KIP-848) holds a group's own configs
+(services/group_configs.py). Unknown topic or group configs and bad values get
+INVALID_CONFIG naming them; `validate_only` checks and changes nothing. The
+answering node shows a change before it answers (services/catalog.py keeps a
+refresh that read the store before the change from putting the old value back);
+every other node at its next catalog refresh.
 """
 
 from __future__ import annotations
@@ -25,14 +30,15 @@ from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import (
-    BROKER_DEFAULT_NAMES,
-    InvalidConfig,
-    apply_incremental,
+from zonegate.services.api import InvalidConfig, apply_incremental
+from zonegate.services.broker_configs import (
+    InvalidBrokerConfig,
+    broker_config_def,
+    shown_name,
 )
+from zonegate.services.group_configs import GROUP_CONFIGS, node_bounds, unknown_group_config
 
-TOPIC, BROKER = 2, 4
-_TOPIC_OF = {broker: topic for topic, broker in BROKER_DEFAULT_NAMES.items()}
+TOPIC, BROKER, GROUP = 2, 4, 32
 
 
 async def _alter(
@@ -62,25 +68,37 @@ async def _alter(
                     f'broker resource {scope!r}: name a node id, or "" for the '
                     "cluster-wide defaults"
                 )
-            by_topic_name: list[tuple[str, int, str | None]] = []
-            for name, op, value in ops:
-                topic_name = _TOPIC_OF.get(name)
-                if topic_name is None:
-                    raise InvalidConfig(f"broker config {name} cannot be changed at run time")
-                by_topic_name.append((topic_name, op, value))
             current = {} if replace else topics.defaults_at(scope)
-            changes = apply_incremental(current, by_topic_name, topics.defaults)
+            by_broker_name = {shown_name(k): v for k, v in current.items()}
+            changes = apply_incremental(
+                by_broker_name, ops, lookup=broker_config_def, unknown_allowed=True
+            )
             await topics.alter_defaults(
-                scope,
-                {BROKER_DEFAULT_NAMES[k]: v for k, v in changes.items()},
+                scope, changes, replace=replace, validate_only=validate_only
+            )
+        elif res.resource_type == GROUP:
+            group_id = res.resource_name
+            current = {} if replace else topics.group_configs(group_id)
+            changes = apply_incremental(
+                current, ops, lookup=GROUP_CONFIGS.get, unknown_allowed=True
+            )
+            for name in changes:
+                if name not in GROUP_CONFIGS:
+                    raise unknown_group_config(name)
+            await topics.alter_group_configs(
+                group_id,
+                changes,
                 replace=replace,
                 validate_only=validate_only,
+                bounds=node_bounds(ctx.services.cluster.broker_configs()),
             )
         else:
             return ErrorCode.invalid_request, (
-                f"resource type {res.resource_type} is not supported (topics and "
-                "brokers' defaults of topic configs are)"
+                f"resource type {res.resource_type} is not supported (topics, brokers and "
+                "groups are)"
             )
+    except InvalidBrokerConfig as exc:
+        return ErrorCode.invalid_request, str(exc)
     except InvalidConfig as exc:
         return ErrorCode.invalid_config, str(exc)
     except LookupError as exc:
