@@ -28,10 +28,6 @@ pytestmark = pytest.mark.e2e
 # What the broker answers when the tool clears replication throttles (IncrementalAlterConfigs
 # on the brokers' leader/follower.replication.throttled.rate): accepting those configs is
 # another part of issue 24; until then --verify and --cancel run with --preserve-throttles.
-THROTTLE_ERROR = (
-    "Error: org.apache.kafka.common.errors.InvalidConfigurationException: broker config "
-    "leader.replication.throttled.rate cannot be changed at run time"
-)
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +212,6 @@ def test_execute_moves_the_partitions_and_verify_says_each_is_complete(
     assert _leaders(cluster, topic, 3) == target
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=THROTTLE_ERROR)
 def test_verify_and_cancel_clear_the_replication_throttles(
     cluster: InProcessNode, files: Path
 ) -> None:
