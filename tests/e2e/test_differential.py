@@ -161,15 +161,7 @@ CONFIG_FINDINGS: dict[str, str] = {
         "default value: zonegate 9223372036854775807, Kafka 4.x 3600000 (one hour)"
     ),
 }
-_EXTRA_SYNONYM = (
-    "synonyms: zonegate lists {} (DEFAULT_CONFIG) under {}; Kafka lists no broker synonym "
-    "there (its default for that broker config is null)"
-)
 SYNONYM_FINDINGS: dict[str, str] = {
-    "flush.ms": _EXTRA_SYNONYM.format("log.flush.interval.ms=9223372036854775807", "flush.ms"),
-    "retention.ms": _EXTRA_SYNONYM.format("log.retention.ms=604800000", "retention.ms"),
-    "segment.ms": _EXTRA_SYNONYM.format("log.roll.ms=604800000", "segment.ms"),
-    "segment.jitter.ms": _EXTRA_SYNONYM.format("log.roll.jitter.ms=0", "segment.jitter.ms"),
     "message.timestamp.after.max.ms": (
         "synonyms: log.message.timestamp.after.max.ms is 9223372036854775807 in zonegate, "
         "3600000 in Kafka 4.x (the default's finding)"

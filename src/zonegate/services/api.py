@@ -56,6 +56,7 @@ from zonegate.services.quotas import QuotaChange, QuotaFilter, QuotaRequestError
 from zonegate.services.reassignment import PREFERRED, UNCLEAN, Outcome, TopicPartition
 from zonegate.services.topic_configs import (
     BROKER_DEFAULT_NAMES,
+    NULL_DEFAULT_BROKER_NAMES,
     TOPIC_CONFIGS,
     InvalidConfig,
     apply_incremental,
@@ -69,6 +70,7 @@ ANONYMOUS = "User:ANONYMOUS"  # the principal of every request until SASL exists
 __all__ = [
     "ANONYMOUS",
     "BROKER_DEFAULT_NAMES",
+    "NULL_DEFAULT_BROKER_NAMES",
     "TOPIC_CONFIGS",
     "Accounting",
     "ClassicGroupDescription",

@@ -147,6 +147,13 @@ BROKER_DEFAULT_NAMES: dict[str, str] = {
     "unclean.leader.election.enable": "unclean.leader.election.enable",
 }
 TOPIC_NAME_OF_DEFAULT = {broker: topic for topic, broker in BROKER_DEFAULT_NAMES.items()}
+# Broker configs whose default in Kafka is null: Kafka takes the value from the
+# coarser form (log.retention.hours, log.roll.hours, log.roll.jitter.hours) or has
+# none (log.flush.interval.ms), so DescribeConfigs shows no DEFAULT_CONFIG synonym
+# under them; a value set at run time or in the node's settings still shows.
+NULL_DEFAULT_BROKER_NAMES = frozenset(
+    {"log.flush.interval.ms", "log.retention.ms", "log.roll.ms", "log.roll.jitter.ms"}
+)
 
 
 def unknown_topic_config(name: str) -> InvalidConfig:

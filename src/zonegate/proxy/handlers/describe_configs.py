@@ -32,7 +32,7 @@ from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import BROKER_DEFAULT_NAMES, TOPIC_CONFIGS
+from zonegate.services.api import BROKER_DEFAULT_NAMES, NULL_DEFAULT_BROKER_NAMES, TOPIC_CONFIGS
 from zonegate.services.broker_configs import (
     DYNAMIC_BROKER_CONFIGS,
     broker_config_def,
@@ -95,7 +95,8 @@ def _broker_chain(
     ]
     if broker_name in static and static[broker_name] != defn.default:
         chain.append((broker_name, static[broker_name], STATIC_BROKER_CONFIG))
-    chain.append((broker_name, defn.default, DEFAULT_CONFIG))
+    if broker_name not in NULL_DEFAULT_BROKER_NAMES:
+        chain.append((broker_name, defn.default, DEFAULT_CONFIG))
     return chain
 
 
