@@ -12,8 +12,9 @@ import pytest
 from crc32c import crc32c
 from kio.schema.errors import ErrorCode
 
-from zonegate.records.batch import CRC_OFFSET, CRC_START, validate_batches
+from zonegate.records.batch import CRC_OFFSET, CRC_START, HEADER_SIZE, validate_batches
 from zonegate.records.build import RecordSpec, build_batch
+from zonegate.records.codecs import CompressionLevels, compress
 from zonegate.records.decode import decode_records
 from zonegate.services.log_validator import Accepted, Refused, validate
 from zonegate.services.topic_configs import topic_rules
@@ -330,6 +331,32 @@ def test_a_topics_codec_recompresses_what_differs(sent: int, topic: int) -> None
     assert (h.compression, h.producer_id, h.base_sequence, h.record_count) == (topic, 9, 3, 4)
     assert decode_records(stored.data) == decode_records(batch)
     assert stored.header.compression == sent  # the header as the producer sent it
+
+
+@pytest.mark.parametrize(
+    ("codec", "levels"),
+    [
+        (1, CompressionLevels(gzip=1)),
+        (1, CompressionLevels(gzip=9)),
+        (3, CompressionLevels(lz4=1)),
+        (3, CompressionLevels(lz4=17)),
+        (4, CompressionLevels(zstd=-5)),
+        (4, CompressionLevels(zstd=19)),
+    ],
+)
+def test_a_topics_codec_compresses_at_the_topics_level(
+    codec: int, levels: CompressionLevels
+) -> None:
+    """compression.{gzip,lz4,zstd}.level (KIP-390): the body is what that codec makes
+    at that level, not at the library's default."""
+    records = [(b"k%d" % i, b"value " * 200, (), NOW) for i in range(20)]
+    batch = build_batch(records, compression=0)
+    rules = dataclasses.replace(KAFKA, codec=codec, levels=levels)
+    (stored,) = _accepted(batch, rules).batches
+    body = bytes(batch[HEADER_SIZE:])
+    assert stored.data[HEADER_SIZE:] == compress(codec, body, levels)
+    assert compress(codec, body, levels) != compress(codec, body)  # the level matters
+    assert decode_records(stored.data) == decode_records(batch)
 
 
 def test_the_producers_codec_or_the_same_one_is_kept_as_sent() -> None:

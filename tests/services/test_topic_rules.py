@@ -8,6 +8,7 @@ import dataclasses
 
 import pytest
 
+from zonegate.records.codecs import CompressionLevels
 from zonegate.services.broker_configs import InvalidBrokerConfig, validate_broker_configs
 from zonegate.services.topic_configs import (
     BROKER_DEFAULT_NAMES,
@@ -39,9 +40,6 @@ KAFKA = TopicRules(
 # Stored, shown and validated, with no effect (docs/compatibility.md): no rule follows
 # from them. A valid value of each, not Kafka's default.
 NO_EFFECT = {
-    "compression.gzip.level": "5",
-    "compression.lz4.level": "3",
-    "compression.zstd.level": "7",
     "flush.messages": "2",
     "flush.ms": "2",
     "follower.replication.throttled.replicas": "0:1,1:2",
@@ -112,6 +110,21 @@ EACH: list[tuple[str, str, TopicRules]] = [
         _kafka_with(produce=_produce(timestamp_after_max_ms=20)),
     ),
     ("file.delete.delay.ms", "10000", _kafka_with(file_delete_delay_ms=10000)),
+    (
+        "compression.gzip.level",
+        "5",
+        _kafka_with(produce=_produce(levels=CompressionLevels(gzip=5))),
+    ),
+    (
+        "compression.lz4.level",
+        "3",
+        _kafka_with(produce=_produce(levels=CompressionLevels(lz4=3))),
+    ),
+    (
+        "compression.zstd.level",
+        "7",
+        _kafka_with(produce=_produce(levels=CompressionLevels(zstd=7))),
+    ),
 ]
 
 

@@ -11,7 +11,7 @@ LZ4 is the LZ4 frame format; v2 batches have none of magic 1's header-checksum b
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, NamedTuple
 
 import cramjam
 
@@ -79,17 +79,32 @@ def _bounded(module: Any, data: bytes, limit: int) -> bytes:
 _CODEC_OF = {module: codec for codec, module in _STREAMED.items()}
 
 
-def compress(codec: int, data: bytes) -> bytes:
+class CompressionLevels(NamedTuple):
+    """A topic's compression.gzip.level, compression.lz4.level and
+    compression.zstd.level (KIP-390), Kafka's defaults unless set. gzip's -1 is
+    zlib's default level."""
+
+    gzip: int = -1
+    lz4: int = 9
+    zstd: int = 3
+
+
+KAFKA_LEVELS = CompressionLevels()
+
+
+def compress(codec: int, data: bytes, levels: CompressionLevels = KAFKA_LEVELS) -> bytes:
     if codec == 0:
         return data
     if codec == 1:
-        return bytes(cramjam.gzip.compress(data))
+        if levels.gzip == -1:
+            return bytes(cramjam.gzip.compress(data))  # zlib's default, 6
+        return bytes(cramjam.gzip.compress(data, level=levels.gzip))
     if codec == 2:
         return bytes(cramjam.snappy.compress_raw(data))
     if codec == 3:
-        return bytes(cramjam.lz4.compress(data))
+        return bytes(cramjam.lz4.compress(data, level=levels.lz4))
     if codec == 4:
-        return bytes(cramjam.zstd.compress(data))
+        return bytes(cramjam.zstd.compress(data, level=levels.zstd))
     raise CodecError(f"unknown compression codec {codec}")
 
 

@@ -26,7 +26,7 @@ from crc32c import crc32c
 
 from zonegate.records.batch import BatchHeader, CorruptBatch
 from zonegate.records.build import zigzag_varint
-from zonegate.records.codecs import compress
+from zonegate.records.codecs import KAFKA_LEVELS, CompressionLevels, compress
 from zonegate.records.decode import BodyReader
 from zonegate.records.rewrite import batch_body
 
@@ -104,10 +104,14 @@ def _batch(h: BatchHeader, attributes: int, rest: tuple[int, ...], payload: byte
 
 
 def rebuild_batch(
-    h: BatchHeader, records: Sequence[StoredRecord], codec: int, horizon: int | None
+    h: BatchHeader,
+    records: Sequence[StoredRecord],
+    codec: int,
+    horizon: int | None,
+    levels: CompressionLevels = KAFKA_LEVELS,
 ) -> bytes:
     """`h`'s batch holding only `records` (some of its own, in order), compressed with
-    `codec`, with delete horizon `horizon` (None: none)."""
+    `codec` at the topic's level for it, with delete horizon `horizon` (None: none)."""
     if not records:
         raise ValueError("a rebuilt batch keeps at least one record; else empty_batch")
     base_ts = horizon if horizon is not None else records[0].timestamp
@@ -131,7 +135,7 @@ def rebuild_batch(
         h.base_sequence,
         len(records),
     )
-    return _batch(h, attributes, rest, compress(codec, bytes(body)))
+    return _batch(h, attributes, rest, compress(codec, bytes(body), levels))
 
 
 def empty_batch(h: BatchHeader) -> bytes:

@@ -29,7 +29,13 @@ from zonegate.records.batch import (
     varint_at,
     varlong_at,
 )
-from zonegate.records.codecs import CodecError, compress, decompress
+from zonegate.records.codecs import (
+    KAFKA_LEVELS,
+    CodecError,
+    CompressionLevels,
+    compress,
+    decompress,
+)
 from zonegate.records.decode import body_limit
 
 CREATE_TIME, LOG_APPEND_TIME = 0, 1
@@ -98,10 +104,17 @@ def stamp(batch: bytearray, timestamp_type: int, max_timestamp: int) -> None:
     struct.pack_into(">I", batch, CRC_OFFSET, crc32c(memoryview(batch)[CRC_START:]))
 
 
-def recompress(h: BatchHeader, batch: bytes, codec: int, max_message_bytes: int) -> bytes:
-    """`batch` with its records compressed with `codec` (0 none) instead of its own."""
+def recompress(
+    h: BatchHeader,
+    batch: bytes,
+    codec: int,
+    max_message_bytes: int,
+    levels: CompressionLevels = KAFKA_LEVELS,
+) -> bytes:
+    """`batch` with its records compressed with `codec` (0 none) instead of its own, at
+    the topic's level for that codec."""
     body = batch_body(h, batch, max_message_bytes)
-    payload = compress(codec, body)
+    payload = compress(codec, body, levels)
     out = bytearray(batch[:HEADER_SIZE])
     out += payload
     _LENGTH.pack_into(out, _LENGTH_OFFSET, len(out) - LOG_OVERHEAD)

@@ -122,7 +122,7 @@ def _validate(
                 stamp(stamped, CREATE_TIME, max_ts)
                 data = bytes(stamped)
         if rules.codec is not None and rules.codec != h.compression:
-            data = recompress(h, data, rules.codec, max_bytes)
+            data = recompress(h, data, rules.codec, max_bytes, rules.levels)
         out.append(StoredBatch(data, h, max_ts))
     return Accepted(tuple(out), now if rules.log_append_time else -1)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from zonegate.records.codecs import CompressionLevels
 from zonegate.records.rewrite import CODEC_IDS
 from zonegate.services.config_defs import (
     ConfigDef,
@@ -96,7 +97,10 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
 HONOURED = frozenset(
     {
         "cleanup.policy",
+        "compression.gzip.level",
+        "compression.lz4.level",
         "compression.type",
+        "compression.zstd.level",
         "delete.retention.ms",
         "file.delete.delay.ms",
         "max.compaction.lag.ms",
@@ -246,6 +250,11 @@ def topic_rules(
     max_bytes = long("max.message.bytes")
     compression = value("compression.type")
     codec = None if compression == "producer" else CODEC_IDS[compression]
+    levels = CompressionLevels(
+        long("compression.gzip.level"),
+        long("compression.lz4.level"),
+        long("compression.zstd.level"),
+    )
     policies = items(value("cleanup.policy"))
     segmenting = Segmenting(long("segment.ms"), long("segment.bytes"))
     retention = RetentionRule(long("retention.ms"), long("retention.bytes"))
@@ -259,6 +268,7 @@ def topic_rules(
         segment_bytes=segmenting.segment_bytes,
         codec=codec,
         max_message_bytes=max_bytes,
+        levels=levels,
     )
     return TopicRules(
         produce=ProduceRules(
@@ -268,6 +278,7 @@ def topic_rules(
             timestamp_after_max_ms=long("message.timestamp.after.max.ms"),
             keys_required="compact" in policies,
             codec=codec,
+            levels=levels,
         ),
         segmenting=segmenting,
         retention=None if "delete" not in policies or keeps_all else retention,

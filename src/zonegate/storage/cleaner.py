@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from zonegate.records.batch import BatchHeader, iter_batches
+from zonegate.records.codecs import KAFKA_LEVELS, CompressionLevels
 from zonegate.records.retain import (
     StoredRecord,
     delete_horizon,
@@ -57,6 +58,7 @@ class CleanerConfig:
     segment_bytes: int = 1 << 30
     codec: int | None = None  # compression.type; None for `producer`: the batch's own
     max_message_bytes: int = 1_048_588
+    levels: CompressionLevels = KAFKA_LEVELS  # compression.{gzip,lz4,zstd}.level
 
     @property
     def segment_window_ms(self) -> int:
@@ -360,7 +362,7 @@ def _clean_batch(
         return batch, (horizon if tombstones else None)  # Kafka writes the original batch
     if not tombstones:
         horizon = None  # none left to time: no horizon that would call for cleaning again
-    return rebuild_batch(h, kept, codec, horizon), horizon
+    return rebuild_batch(h, kept, codec, horizon, config.levels), horizon
 
 
 # -- 4. the objects -----------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from zonegate.records.codecs import KAFKA_LEVELS, CompressionLevels
 from zonegate.storage.cleaner import CleanerConfig
 
 
@@ -30,6 +31,7 @@ class ProduceRules:
     timestamp_after_max_ms: int
     keys_required: bool  # cleanup.policy has compact: a record without a key is refused
     codec: int | None  # compression.type as a codec id (records/rewrite.py); None: producer
+    levels: CompressionLevels = KAFKA_LEVELS  # compression.{gzip,lz4,zstd}.level
 
 
 class Segmenting(NamedTuple):
