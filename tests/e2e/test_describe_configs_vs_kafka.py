@@ -15,13 +15,6 @@ from tests.e2e.conftest import InProcessFactory
 pytestmark = pytest.mark.e2e
 
 # Intended differences (docs/compatibility.md, "Configs").
-# zonegate keeps Kafka 3.x's default: no limit on timestamps ahead of the node's clock.
-VALUE_DIFFERS = {"message.timestamp.after.max.ms": ("9223372036854775807", "3600000")}
-# Kafka's broker synonym of these holds no value (log.retention.ms, log.roll.ms,
-# log.flush.interval.ms and log.roll.jitter.ms default to null, the value coming from
-# log.retention.hours and the like), so it lists none; zonegate lists the broker name
-# with the value in force.
-SYNONYMS_DIFFER = {"retention.ms", "segment.ms", "flush.ms", "segment.jitter.ms"}
 # The fixture's Kafka sets min.insync.replicas as a cluster default when formatting.
 SOURCE_DIFFERS = {"min.insync.replicas"}
 
@@ -62,12 +55,8 @@ def test_a_topics_configs_as_apache_kafka_describes_them(
     for name in sorted(ours):
         value, source, read_only, sensitive, synonyms = ours[name]
         k_value, k_source, k_read_only, k_sensitive, k_synonyms = kafkas[name]
-        if name in VALUE_DIFFERS:
-            assert (value, k_value) == VALUE_DIFFERS[name]
-        else:
-            assert value == k_value, name
+        assert value == k_value, name
         assert (read_only, sensitive) == (k_read_only, k_sensitive), name
         if name not in SOURCE_DIFFERS:
             assert source == k_source, name
-            if name not in SYNONYMS_DIFFER and name not in VALUE_DIFFERS:
-                assert synonyms == k_synonyms, name
+            assert synonyms == k_synonyms, name

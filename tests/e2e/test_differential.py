@@ -154,19 +154,9 @@ KAFKA_TOPIC_CONFIGS = (
     "unclean.leader.election.enable"
 ).split()
 
-CONFIG_FINDINGS: dict[str, str] = {
-    # Kept on purpose (docs/compatibility.md): a one-hour limit would start refusing
-    # producers whose clocks run ahead; still a difference from Kafka 4.x, so a finding.
-    "message.timestamp.after.max.ms": (
-        "default value: zonegate 9223372036854775807, Kafka 4.x 3600000 (one hour)"
-    ),
-}
-SYNONYM_FINDINGS: dict[str, str] = {
-    "message.timestamp.after.max.ms": (
-        "synonyms: log.message.timestamp.after.max.ms is 9223372036854775807 in zonegate, "
-        "3600000 in Kafka 4.x (the default's finding)"
-    ),
-}
+# Findings: a standard config whose default or synonyms differ from Kafka's (none now).
+CONFIG_FINDINGS: dict[str, str] = {}
+SYNONYM_FINDINGS: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")

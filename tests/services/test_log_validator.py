@@ -60,7 +60,7 @@ def test_rules_are_parsed_from_the_configs_in_force() -> None:
         max_message_bytes=1048588,
         log_append_time=False,
         timestamp_before_max_ms=2**63 - 1,
-        timestamp_after_max_ms=2**63 - 1,
+        timestamp_after_max_ms=3_600_000,
         keys_required=False,
         codec=None,
     )
@@ -73,7 +73,7 @@ def test_rules_are_parsed_from_the_configs_in_force() -> None:
         },
         {"message.timestamp.before.max.ms": "10", "max.message.bytes": "7"},
     ).produce
-    assert rules == ProduceRules(500, True, 10, 2**63 - 1, True, 4)
+    assert rules == ProduceRules(500, True, 10, 3_600_000, True, 4)
     assert topic_rules({"compression.type": "uncompressed"}).produce.codec == 0
     assert not topic_rules({"cleanup.policy": "delete"}).produce.keys_required
 

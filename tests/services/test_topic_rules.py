@@ -29,7 +29,7 @@ KAFKA = TopicRules(
         max_message_bytes=1_048_588,
         log_append_time=False,
         timestamp_before_max_ms=NO_LIMIT,
-        timestamp_after_max_ms=NO_LIMIT,
+        timestamp_after_max_ms=3_600_000,  # Kafka 4.x's hour
         keys_required=False,
         codec=None,
     ),

@@ -72,7 +72,7 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
     "max.message.bytes": int_("1048588", 0),
     # Kafka 4.x's default is 3600000 (one hour); zonegate keeps no limit, as
     # Kafka 3.x did (docs/compatibility.md).
-    "message.timestamp.after.max.ms": long(LONG_MAX_TEXT, 0),
+    "message.timestamp.after.max.ms": long("3600000", 0),  # Kafka 4.x (KIP-937)
     "message.timestamp.before.max.ms": long(LONG_MAX_TEXT, 0),
     "message.timestamp.type": string("CreateTime", ("CreateTime", "LogAppendTime")),
     "min.cleanable.dirty.ratio": double("0.5", 0, 1),
