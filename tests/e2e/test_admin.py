@@ -91,7 +91,7 @@ def test_list_offsets_earliest_latest_timestamp_max(node: RunningNode) -> None:
     base = int(time.time() * 1000) - 100_000
     # Timestamps rise by 1000 ms a record, except one record far in the future.
     stamps = [base + 1000 * i for i in range(50)]
-    stamps[30] = base + 10_000_000
+    stamps[30] = base + 3_000_000  # within message.timestamp.after.max.ms (1 h)
     recs = [SampleRecord(None, f"v{i}".encode(), (), ts) for i, ts in enumerate(stamps)]
     for codec, chunk in (("zstd", recs[:25]), ("snappy", recs[25:])):
         clients.ck_produce(node.bootstrap, topic, chunk, 1, codec)
