@@ -325,3 +325,25 @@ def wait_until(what: str, check: Callable[[], bool], timeout: float = 60) -> Non
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.2)
+
+
+def ck_read_values(
+    bootstrap: str, topic: str, partitions: int, count: int, timeout: float = 60
+) -> list[bytes]:
+    """The values of partitions 0..`partitions`-1 from offset 0, read by a fresh
+    confluent-kafka consumer until `count` records came or `timeout` passed."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "check", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    seen: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    while len(seen) < count and time.monotonic() < deadline:
+        m = consumer.poll(0.5)
+        if m is not None:
+            assert m.error() is None, m.error()
+            seen.append(m.value())
+    consumer.close()
+    return seen

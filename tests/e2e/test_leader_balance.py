@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.cluster_harness import start_cluster, wait_until
+from tests.e2e.clients import ck_read_values
 
 pytestmark = pytest.mark.e2e
 
@@ -37,7 +38,7 @@ def _leaders(bootstrap: str, topic: str) -> Counter[int]:
 
 
 def test_leaders_spread_once_the_other_zones_join(tmp_path: Path) -> None:
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     cluster = start_cluster(
@@ -110,18 +111,7 @@ def test_leaders_spread_once_the_other_zones_join(tmp_path: Path) -> None:
         assert producer.flush(60) == 0
         assert not errors, errors[:5]
 
-        consumer = Consumer(
-            {"bootstrap.servers": first.bootstrap, "group.id": "check", "enable.auto.commit": False}
-        )
-        consumer.assign([TopicPartition("early", p, 0) for p in range(6)])
-        seen: list[int] = []
-        deadline = time.monotonic() + 60
-        while len(seen) < sent and time.monotonic() < deadline:
-            m = consumer.poll(0.5)
-            if m is not None:
-                assert m.error() is None, m.error()
-                seen.append(int(m.value()))
-        consumer.close()
+        seen = [int(v) for v in ck_read_values(first.bootstrap, "early", 6, sent)]
         assert sorted(seen) == list(range(sent))  # none lost, none twice
         log = (tmp_path / "node-1.log").read_text()
         assert "balanced leaders" in log
