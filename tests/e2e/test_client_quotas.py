@@ -188,11 +188,30 @@ class Throttles:
         self.samples.append((time.monotonic(), tx, rx))
 
     def rate(self, start: float, end: float, received: bool) -> tuple[float, float]:
-        """(bytes/s, seconds) between the first and last samples within start..end."""
+        """(bytes/s, seconds) over whole periods of the client's bursts within start..end.
+
+        A greedy client gets its bytes in bursts, one each time the oldest sample of the
+        quota's window expires (about every 11 s), and little between. Counting from one
+        burst's start to a later one's covers whole periods, so the rate does not depend
+        on where the run starts nor on how much longer than 11 s a period takes on a
+        busy machine (a fixed 33 s held 2 or 3 bursts: 0.75 or 1.0 of the quota). With
+        fewer than two bursts the client was not bursty: the whole run is measured."""
         inside = [s for s in self.samples if start <= s[0] <= end]
         assert len(inside) >= 2, "no statistics in the run"
-        (t0, tx0, rx0), (t1, tx1, rx1) = inside[0], inside[-1]
-        return ((rx1 - rx0) if received else (tx1 - tx0)) / (t1 - t0), t1 - t0
+        k = 2 if received else 1
+
+        def bursting(i: int) -> bool:  # more than 3x the quota in the second (i-1, i]
+            (ta, *a), (tb, *b) = inside[i - 1], inside[i]
+            return (b[k - 1] - a[k - 1]) / (tb - ta) > 3 * RATE
+
+        burst_starts = [
+            i - 1 for i in range(1, len(inside)) if bursting(i) and not (i >= 2 and bursting(i - 1))
+        ]
+        first, last = (
+            (burst_starts[0], burst_starts[-1]) if len(burst_starts) >= 2 else (0, len(inside) - 1)
+        )
+        (t0, *b0), (t1, *b1) = inside[first], inside[last]
+        return (b1[k - 1] - b0[k - 1]) / (t1 - t0), t1 - t0
 
 
 def _setter(event: threading.Event) -> Any:
