@@ -155,6 +155,16 @@ def test_kafka_configs_adds_describes_and_deletes_a_scram_user(
     assert _configs(node, *alice, "--describe") == (
         "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192"
     )
+    # Kafka's refusals, as the tool reports them.
+    gone = java_peer.tool(
+        "kafka-configs", "--bootstrap-server", node.bootstrap, *alice,
+        "--alter", "--delete-config", "SCRAM-SHA-512", check=False,
+    )  # fmt: skip
+    assert gone.returncode == 1
+    assert (
+        "org.apache.kafka.common.errors.ResourceNotFoundException: "
+        "Attempt to delete a user credential that does not exist"
+    ) in gone.stdout + gone.stderr, gone
     # Every user with a credential, as Kafka lists them.
     assert _configs(node, "--entity-type", "users", "--describe") == (
         "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192"
