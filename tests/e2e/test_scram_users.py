@@ -3,7 +3,7 @@ confluent-kafka's AdminClient and Apache Kafka's own kafka-configs. Each credent
 stored is checked the way SASL will use it: a real SCRAM exchange (scramp's client
 against scramp's server on the node's copy) accepts the password and refuses a
 wrong one. A change made through one node reaches the other within seconds, on
-SQLite and on PostgreSQL."""
+SQLite and on PostgreSQL, and users outlive a restart."""
 
 from __future__ import annotations
 
@@ -196,3 +196,8 @@ def test_a_user_added_through_one_node_can_log_in_on_every_node(
     _wait(lambda: authenticates(there, "dave", "SCRAM-SHA-256", "pw-2"))
     assert not authenticates(there, "dave", "SCRAM-SHA-256", "pw-1")
     print(f"\nSCRAM user seen on the other node ({backend}) after {seen:.2f} s")
+    # Kept in the metadata store: nodes started again know the user from their start.
+    node.stop()
+    again = inprocess_factory(args)
+    for n in again.nodes:
+        assert authenticates(n, "dave", "SCRAM-SHA-256", "pw-2")
