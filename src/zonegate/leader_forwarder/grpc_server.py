@@ -2,8 +2,11 @@
 
 Only the cluster's own nodes may call it: every call carries the cluster's RPC
 token (a secret in the metadata store, so only what can read the store has
-it), and calls without it are refused (UNAUTHENTICATED). Requests are checked
-before they are served; docs/leader-protocol.md says what is refused.
+it), and calls without it are refused (UNAUTHENTICATED). With mutual TLS on
+(rpc_tls.py, docs/internode-tls.md) a caller must also present a certificate the
+cluster's CA signed, or its connection is refused in the handshake, before any call:
+the token is then no longer the only guard. Requests are checked before they are
+served; docs/leader-protocol.md says what is refused.
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ class LeaderServicer(pb_grpc.LeaderServicer):
                 log.warning(
                     "refused %d leader RPC calls without the cluster's token, the last from %s",
                     self._refused_unauthenticated,
-                    context.peer(),
+                    _caller(context),
                 )
                 self._refused_unauthenticated = 0
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "no valid cluster token")
@@ -286,6 +289,13 @@ def _add_servicer(servicer: LeaderServicer, server: grpc.aio.Server) -> None:
 _SERVICE = "zonegate.leader.v1.Leader"
 
 
+def _caller(context: Any) -> str:
+    """The caller's address, and over mutual TLS the name its certificate gives it."""
+    names = (context.auth_context() or {}).get("x509_common_name") or []
+    names = [n.decode(errors="replace") for n in names if n]
+    return f"{context.peer()} (certificate CN={names[0]})" if names else str(context.peer())
+
+
 async def _refuse(context: Any, request: Any, reason: str) -> None:
     """Ends a call whose request no zonegate node would send: the caller's fault, so a
     WARNING naming the caller, and INVALID_ARGUMENT (raises, as context.abort does)."""
@@ -293,7 +303,7 @@ async def _refuse(context: Any, request: Any, reason: str) -> None:
         "refused %s from node %d (%s): %s",
         getattr(request, "message_type", type(request).__name__),
         getattr(request, "from_node", -1),
-        context.peer(),
+        _caller(context),
         reason,
     )
     await context.abort(grpc.StatusCode.INVALID_ARGUMENT, reason)
@@ -306,11 +316,17 @@ async def start_leader_server(
     on_bytes: Any = None,
     group_call: GroupCallHandler | None = None,
     token: str = "",
+    credentials: grpc.ServerCredentials | None = None,
 ) -> tuple[grpc.aio.Server, int]:
+    """The leader's server on host:port (0: any free port); `credentials`: mutual TLS
+    (rpc_tls.RpcTls.server_credentials), None: plaintext. The server and its port."""
     server = grpc.aio.server(
         options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)],
     )
     _add_servicer(LeaderServicer(leader, on_bytes, group_call, token), server)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    if credentials is not None:
+        bound = server.add_secure_port(f"{host}:{port}", credentials)
+    else:
+        bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
     return server, bound
