@@ -50,12 +50,41 @@ def test_version_is_the_package_version(capsys: pytest.CaptureFixture[str]) -> N
 
 
 @pytest.mark.unit
-def test_plain_zonegate_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([]) == 0
-    out = capsys.readouterr().out
+def test_plain_zonegate_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    out = capsys.readouterr().err
     assert out.startswith("usage: zonegate")
     for command in ("serve", "node", "cost", "report"):
         assert f"    {command} " in out, command
+
+
+@pytest.mark.unit
+def test_short_version_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["-V"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"zonegate {zonegate.__version__}"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "command, required",
+    [
+        ("serve", []),
+        ("node", []),
+        ("cost", ["--ingress-mib-s", "1"]),
+        ("report", ["--usage", "file:///nowhere", "--out", "nowhere"]),
+    ],
+)
+def test_a_mistyped_option_points_at_its_command(
+    command: str, required: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([command, *required, "--bogus"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"zonegate {command}: unrecognized arguments: --bogus (see zonegate {command} --help)"
+    )
 
 
 @pytest.mark.unit
