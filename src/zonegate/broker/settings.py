@@ -28,9 +28,11 @@ from zonegate.broker.setting_types import (
     host_port,
     is_true,
     log_level,
+    ms_at_least,
     ms_to_s,
     node_id,
     rpc_listener,
+    size_at_least,
     zone,
     zone_cidrs,
 )
@@ -171,7 +173,7 @@ SETTINGS: tuple[Setting, ...] = (
         "zonegate.wal.seal.bytes",
         8 * 1024 * 1024,
         "seal and upload a WAL object when it holds this many bytes (default {default}, 8 MiB)",
-        at_least(1, int),
+        size_at_least(1),
         "BYTES",
     ),
     Setting(
@@ -180,7 +182,7 @@ SETTINGS: tuple[Setting, ...] = (
         256 * 1024 * 1024,
         "each node's cache of 1 MiB blocks of stream objects, read ahead for catch-up "
         "consumers (docs/storage.md; default {default}, 256 MiB; 0 turns it off)",
-        at_least(0, int),
+        size_at_least(0),
         "BYTES",
     ),
     Setting(
@@ -189,7 +191,7 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "seal and upload a WAL object at this age at the latest (default 250 on S3, "
         "2 on a local directory)",
-        at_least(0, float),
+        ms_at_least(0, float),
         "MS",
     ),
     Setting(
@@ -223,7 +225,7 @@ SETTINGS: tuple[Setting, ...] = (
         "socket.request.max.bytes",
         REQUEST_MAX_BYTES,
         "largest request accepted, socket.request.max.bytes (default {default})",
-        at_least(1, int),
+        size_at_least(1),
         "BYTES",
     ),
     Setting(
@@ -365,7 +367,7 @@ SETTINGS: tuple[Setting, ...] = (
         "a partition's data still in WAL objects is rewritten into a stream object once "
         "it reaches this much (or the topic's smaller segment.bytes); the largest stream "
         "object compaction writes (default {default})",
-        at_least(1, int),
+        size_at_least(1),
         "BYTES",
     ),
     Setting(

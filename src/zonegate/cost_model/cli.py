@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from typing import Any
 
@@ -12,16 +11,15 @@ from zonegate.cost_model.breakdown import LINE_ITEMS
 from zonegate.cost_model.price_tables import default_region, price_table
 from zonegate.cost_model.prices import PriceTable, UnknownPrice
 from zonegate.cost_model.whatif import Assumptions, Scenario, Workload, compare
-
-_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 10**6}
+from zonegate.runtime import units
 
 
 def parse_size(text: str) -> int:
-    """`8MiB`, `512KiB`, `1048576` -> bytes."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    if m is None or m.group(2).lower() not in _UNITS:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 8MiB, 512KiB, 1048576)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    """`8MiB`, `512KiB`, `1048576` -> bytes (runtime/units.py: as every setting takes them)."""
+    try:
+        return units.parse_size(text)
+    except units.UnitError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def register(subparsers: Any) -> None:
