@@ -160,6 +160,16 @@ def test_port_in_use_is_one_line(tmp_path: Path) -> None:
         for command in ("serve", "node"):
             done = _zonegate(command, "--listen", f"127.0.0.1:{port}", cwd=tmp_path)
             _one_line(done, f"zonegate {command}: ", f"127.0.0.1:{port}", "in use")
+        # A refused start leaves nothing behind: neither a data directory it made, nor
+        # node directories or stores in one that was there.
+        assert not (tmp_path / "zonegate-data").exists()
+        kept = tmp_path / "kept"
+        (kept / "mine").mkdir(parents=True)
+        done = _zonegate(
+            "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", "kept", cwd=tmp_path
+        )
+        _one_line(done, "zonegate serve: ", "in use")
+        assert [p.name for p in kept.iterdir()] == ["mine"]
 
 
 @pytest.mark.integration
