@@ -12,6 +12,8 @@ import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -201,6 +203,23 @@ def test_unwritable_data_directory_is_one_line(tmp_path: Path) -> None:
 def test_bad_url_is_one_line(tmp_path: Path, option: str, value: str, words: str) -> None:
     done = _zonegate("serve", "--listen", "127.0.0.1:0", option, value, cwd=tmp_path)
     _one_line(done, "zonegate serve: ", words)
+
+
+@pytest.mark.integration
+def test_a_refused_postgresql_url_is_one_line(tmp_path: Path, postgres_server: Any) -> None:
+    # A database or a role that is not there: one line naming the server, database and
+    # user (never the password) and what to do, not the driver's traceback.
+    url = postgres_server.new_database()
+    parts = urlsplit(url)
+    for bad, words in (
+        (parts._replace(path="/no_such_db").geturl(), ['database "no_such_db" does not exist',
+                                                       "createdb"]),
+        (parts._replace(netloc=f"nobody:s3cret@{parts.hostname}:{parts.port}").geturl(),
+         ['role "nobody" does not exist', "createuser"]),
+    ):  # fmt: skip
+        done = _zonegate("serve", "--listen", "127.0.0.1:0", "--metastore", bad, cwd=tmp_path)
+        line = _one_line(done, "zonegate serve: ", "cannot start: PostgreSQL at ", *words)
+        assert "s3cret" not in line
 
 
 @pytest.mark.integration
