@@ -142,13 +142,25 @@ def serve_configs(args: argparse.Namespace) -> list[NodeConfig]:
                 zone=zone,
                 node_id=base.node_id + i,
                 port=base.port + i if base.port else 0,
-                http_port=(base.http_port + i if base.http_port else base.http_port),
+                http_port=_serve_http_port(base, i),
                 data_dir=base.data_dir / f"node-{base.node_id + i}",
                 object_store_url=base.store_url,
                 metastore_url=base.meta_url,
             )
         )
     return configs
+
+
+SERVE_HTTP_OFFSET = 100  # serve's /metrics: the Kafka port + 100 (9192, 9193, 9194)
+
+
+def _serve_http_port(base: NodeConfig, i: int) -> int:
+    """Zone i's /metrics port: --http-port + i, or by default the Kafka port + 100 + i, so
+    the embedded default shows its metrics without an option (ephemeral when the Kafka
+    ports are)."""
+    if base.http_port is not None:
+        return base.http_port + i if base.http_port else 0
+    return base.port + SERVE_HTTP_OFFSET + i if base.port else 0
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -246,7 +246,7 @@ SETTINGS: tuple[Setting, ...] = (
         at_least(0, int),
         "PORT",
         serve_help="port for /metrics, /healthz, /readyz on the first zone's node, PORT+i on "
-        "zone i's (default: no HTTP endpoint)",
+        "zone i's (default: the --listen port + 100, so 9192, 9193, 9194; 0: any free ports)",
     ),
     Setting(
         "--lease-ms",
