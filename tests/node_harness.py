@@ -43,6 +43,9 @@ class RunningNode:
                 f"127.0.0.1:{port}",
                 "--data-dir",
                 str(self.data_dir),
+                # serve's default /metrics port is the Kafka port + 100, which another
+                # test's block may hold: any free port instead, unless the test names one.
+                *([] if "--http-port" in self.args else ["--http-port", "0"]),
                 *self.args,
             ],
             stdout=subprocess.PIPE,

@@ -120,8 +120,12 @@ def port_map(codes: list[str]) -> dict[int, int]:
 def localize(code: str, ports: dict[int, int]) -> str:
     code = PORT.sub(lambda m: str(ports[int(m.group())]), code)
     listen = f"127.0.0.1:{ports[SERVE_DEFAULT_PORT]}"
+    # serve's /metrics is on its Kafka port + 100 (9192 for 9092), which the README's
+    # curl names: both move with the same map.
+    http = ports.get(SERVE_DEFAULT_PORT + 100)
+    extra = f" --http-port {http}" if http is not None else ""
     return re.sub(
-        r"\bzonegate serve\b(?![^\n]*--listen)", f"zonegate serve --listen {listen}", code
+        r"\bzonegate serve\b(?![^\n]*--listen)", f"zonegate serve --listen {listen}{extra}", code
     )
 
 

@@ -12,6 +12,8 @@ import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -50,12 +52,41 @@ def test_version_is_the_package_version(capsys: pytest.CaptureFixture[str]) -> N
 
 
 @pytest.mark.unit
-def test_plain_zonegate_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([]) == 0
-    out = capsys.readouterr().out
+def test_plain_zonegate_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    out = capsys.readouterr().err
     assert out.startswith("usage: zonegate")
     for command in ("serve", "node", "cost", "report"):
         assert f"    {command} " in out, command
+
+
+@pytest.mark.unit
+def test_short_version_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["-V"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"zonegate {zonegate.__version__}"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "command, required",
+    [
+        ("serve", []),
+        ("node", []),
+        ("cost", ["--ingress-mib-s", "1"]),
+        ("report", ["--usage", "file:///nowhere", "--out", "nowhere"]),
+    ],
+)
+def test_a_mistyped_option_points_at_its_command(
+    command: str, required: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([command, *required, "--bogus"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"zonegate {command}: unrecognized arguments: --bogus (see zonegate {command} --help)"
+    )
 
 
 @pytest.mark.unit
@@ -131,6 +162,16 @@ def test_port_in_use_is_one_line(tmp_path: Path) -> None:
         for command in ("serve", "node"):
             done = _zonegate(command, "--listen", f"127.0.0.1:{port}", cwd=tmp_path)
             _one_line(done, f"zonegate {command}: ", f"127.0.0.1:{port}", "in use")
+        # A refused start leaves nothing behind: neither a data directory it made, nor
+        # node directories or stores in one that was there.
+        assert not (tmp_path / "zonegate-data").exists()
+        kept = tmp_path / "kept"
+        (kept / "mine").mkdir(parents=True)
+        done = _zonegate(
+            "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", "kept", cwd=tmp_path
+        )
+        _one_line(done, "zonegate serve: ", "in use")
+        assert [p.name for p in kept.iterdir()] == ["mine"]
 
 
 @pytest.mark.integration
@@ -162,6 +203,23 @@ def test_unwritable_data_directory_is_one_line(tmp_path: Path) -> None:
 def test_bad_url_is_one_line(tmp_path: Path, option: str, value: str, words: str) -> None:
     done = _zonegate("serve", "--listen", "127.0.0.1:0", option, value, cwd=tmp_path)
     _one_line(done, "zonegate serve: ", words)
+
+
+@pytest.mark.integration
+def test_a_refused_postgresql_url_is_one_line(tmp_path: Path, postgres_server: Any) -> None:
+    # A database or a role that is not there: one line naming the server, database and
+    # user (never the password) and what to do, not the driver's traceback.
+    url = postgres_server.new_database()
+    parts = urlsplit(url)
+    for bad, words in (
+        (parts._replace(path="/no_such_db").geturl(), ['database "no_such_db" does not exist',
+                                                       "createdb"]),
+        (parts._replace(netloc=f"nobody:s3cret@{parts.hostname}:{parts.port}").geturl(),
+         ['role "nobody" does not exist', "createuser"]),
+    ):  # fmt: skip
+        done = _zonegate("serve", "--listen", "127.0.0.1:0", "--metastore", bad, cwd=tmp_path)
+        line = _one_line(done, "zonegate serve: ", "cannot start: PostgreSQL at ", *words)
+        assert "s3cret" not in line
 
 
 @pytest.mark.integration

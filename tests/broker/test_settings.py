@@ -45,3 +45,15 @@ def test_other_nodes_dial_a_wildcard_rpc_listener_at_the_advertised_host() -> No
     pod = NodeConfig(Path("d"), host="0.0.0.0", advertised_host="10.0.1.7")
     assert pod.rpc_reachable_host == "10.0.1.7"
     assert dataclasses.replace(pod, rpc_host="10.0.1.8").rpc_reachable_host == "10.0.1.8"
+
+
+def test_sizes_and_durations_take_units_on_every_command() -> None:
+    for command in (["node", "--zone", "a", "--node-id", "1"], ["serve"]):
+        args = build_parser().parse_args(
+            [*command, "--wal-seal-bytes", "8MiB", "--block-cache-bytes", "64MiB",
+             "--lease-ms", "10s", "--max-request-bytes", "100MB"]
+        )  # fmt: skip
+        assert args.wal_seal_bytes == 8 << 20
+        assert args.block_cache_bytes == 64 << 20
+        assert args.lease_ms == 10_000
+        assert args.max_request_bytes == 100_000_000

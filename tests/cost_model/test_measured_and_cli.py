@@ -72,7 +72,6 @@ def test_cli_cost_table(capsys: pytest.CaptureFixture[str]) -> None:
         (["--provider", "ibm"], "unknown provider"),
         (["--region", "mars-1"], "unknown region"),
         (["--provider", "azure", "--region", "eastus", "--storage-class", "express"], "express"),
-        (["--zones", "0"], "at least 1"),
     ],
 )
 def test_cli_cost_bad_input(
@@ -80,3 +79,30 @@ def test_cli_cost_bad_input(
 ) -> None:
     assert main(["cost", "--ingress-mib-s", "1", *args]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--zones", "0"], "argument --zones: must be at least 1, got 0"),
+        (["--ingress-mib-s", "-5"], "argument --ingress-mib-s: must be at least 0, got -5"),
+        (["--fanout", "-1"], "argument --fanout: must be at least 0, got -1"),
+        (["--wal-seal-age-ms", "0"], "argument --wal-seal-age-ms: must be more than 0 ms"),
+        (["--wal-seal-size", "8 parsecs"], "argument --wal-seal-size: expected a size"),
+    ],
+)
+def test_cli_cost_names_the_wrong_value(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["cost", "--ingress-mib-s", "1", *args])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_cost_one_zone_moves_nothing_across_zones(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cost", "--ingress-mib-s", "10", "--zones", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {name: s["cross_zone_transfer"] for name, s in out.items()} == dict.fromkeys(out, 0.0)
+    assert main(["cost", "--ingress-mib-s", "10", "--zones", "1"]) == 0
+    assert "one zone (no cross-zone traffic)" in capsys.readouterr().out.splitlines()[0]

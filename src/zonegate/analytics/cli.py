@@ -27,7 +27,8 @@ ARROW_MAX_BYTES = 1 << 30
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "report",
-        help="cross-zone traffic and cost report (Spark) from usage records",
+        help="cross-zone traffic and cost report from usage records (in this process, or on "
+        "Spark for large inputs)",
         description=(
             "Read the nodes' usage records and write tables (Parquet and CSV) and a static "
             "HTML dashboard: zone-to-zone traffic, cost by topic, client, zone and day, and "

@@ -67,7 +67,10 @@ def run_report(
         facts = spark_facts(spark, loc)
     else:
         facts = arrow_facts(loc, lambda n: progress.update(f"{n:,} records summed"))
-    progress.step(f"checking the {facts.num_rows:,} sums of records by day, zone, topic, client")
+    progress.step(
+        f"checking the records' schema versions ({facts.num_rows:,} groups by day, zone, "
+        "topic and client)"
+    )
     versions = schema_versions(facts)
     if None in versions:
         raise UsageInputError(f"usage records under {loc.url} lack a schema_version")
@@ -131,7 +134,7 @@ def run_report(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    progress.done(f"report of {t.records:,} records in {out_dir}")
+    progress.done(f"report of {t.records:,} usage records ({facts.num_rows:,} groups) in {out_dir}")
     return ReportResult(out_dir, t.records, tables)
 
 

@@ -49,7 +49,11 @@ def version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="zonegate", description=_DESCRIPTION)
     parser.add_argument(
-        "--version", action="version", version=f"zonegate {version()}", help="print the version"
+        "-V",
+        "--version",
+        action="version",
+        version=f"zonegate {version()}",
+        help="print the version",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in _SUBCOMMAND_MODULES:
@@ -65,13 +69,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
     if args.command is None:
-        # Plain `zonegate`: what there is to run, not an error about what is missing.
-        parser.print_help()
-        return 0
+        if unknown:
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        # Plain `zonegate`: what there is to run, on stderr, and a usage error's status
+        # (as git and kubectl): a script that forgot its command must not pass.
+        parser.print_help(sys.stderr)
+        return 2
+    if unknown:
+        # A mistyped option after a command is that command's mistake: name it and
+        # point at its help, not the top-level one.
+        _subcommand_parser(parser, args.command).error(
+            f"unrecognized arguments: {' '.join(unknown)}"
+        )
     result: int = args.func(args)
     return result
+
+
+def _subcommand_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        if isinstance(action, argparse._SubParsersAction):
+            found: argparse.ArgumentParser = action.choices[command]
+            return found
+    return parser
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from zonegate.broker.setting_types import (
     Setting,
     at_least,
     bytes_or_unbounded,
+    size_at_least,
 )
 from zonegate.qos.admission import QosSettings
 from zonegate.qos.scheduler import DEFAULT_POLICIES, Budget, ClassPolicy, check_policies
@@ -54,7 +55,7 @@ def _qos_lane(lane: str, what: str) -> tuple[Setting, ...]:
             default.bytes_per_s,
             f"object-store budget of this node's {what} in bytes per second, shared by "
             "the I/O classes by weight and floor (default {default}: no limit)",
-            at_least(0, float),
+            size_at_least(0),
             "BYTES",
             into=None,
         ),

@@ -10,8 +10,10 @@ import errno
 import logging
 import os
 import re
+import shutil
 import signal
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zonegate.broker.config import NodeConfig
@@ -109,12 +111,21 @@ def _run(command: str, args: argparse.Namespace, configs: list[NodeConfig]) -> i
 def run_node(args: argparse.Namespace) -> int:
     try:
         resolve(args, args.settings)
+    except StartupError as exc:
+        print(f"zonegate node: {exc}", file=sys.stderr)
+        return 2
+    before = _Before.look(args.data_dir)
+    try:
         config = config_from_args(args)
         check_config(config)
     except StartupError as exc:
         print(f"zonegate node: {exc}", file=sys.stderr)
+        before.restore()
         return 2
-    return _run("node", args, [config])
+    result = _run("node", args, [config])
+    if result == 2:  # refused at start: nothing was served
+        before.restore()
+    return result
 
 
 def serve_configs(args: argparse.Namespace) -> list[NodeConfig]:
@@ -131,7 +142,7 @@ def serve_configs(args: argparse.Namespace) -> list[NodeConfig]:
                 zone=zone,
                 node_id=base.node_id + i,
                 port=base.port + i if base.port else 0,
-                http_port=(base.http_port + i if base.http_port else base.http_port),
+                http_port=_serve_http_port(base, i),
                 data_dir=base.data_dir / f"node-{base.node_id + i}",
                 object_store_url=base.store_url,
                 metastore_url=base.meta_url,
@@ -140,9 +151,26 @@ def serve_configs(args: argparse.Namespace) -> list[NodeConfig]:
     return configs
 
 
+SERVE_HTTP_OFFSET = 100  # serve's /metrics: the Kafka port + 100 (9192, 9193, 9194)
+
+
+def _serve_http_port(base: NodeConfig, i: int) -> int:
+    """Zone i's /metrics port: --http-port + i, or by default the Kafka port + 100 + i, so
+    the embedded default shows its metrics without an option (ephemeral when the Kafka
+    ports are)."""
+    if base.http_port is not None:
+        return base.http_port + i if base.http_port else 0
+    return base.port + SERVE_HTTP_OFFSET + i if base.port else 0
+
+
 def run_serve(args: argparse.Namespace) -> int:
     try:
         resolve(args, args.settings)
+    except StartupError as exc:
+        print(f"zonegate serve: {exc}", file=sys.stderr)
+        return 2
+    before = _Before.look(args.data_dir)
+    try:
         # The shared directory first, so a failure names the directory the user gave.
         check_writable_dir(args.data_dir, "data directory (--data-dir)")
         configs = serve_configs(args)
@@ -150,8 +178,42 @@ def run_serve(args: argparse.Namespace) -> int:
             check_config(config, listen_option=f"--listen port + {i}" if i else "--listen")
     except StartupError as exc:
         print(f"zonegate serve: {exc}", file=sys.stderr)
+        before.restore()
         return 2
-    return _run("serve", args, configs)
+    result = _run("serve", args, configs)
+    if result == 2:  # refused at start: nothing was served
+        before.restore()
+    return result
+
+
+@dataclasses.dataclass(frozen=True)
+class _Before:
+    """The data directory as it was before the command ran: missing, or these entries.
+
+    What a refused start made there (the directory, the nodes' directories, the
+    stores in it) goes again, so that fixing the cause and retrying starts clean."""
+
+    data_dir: Path
+    entries: frozenset[str] | None  # None: the directory did not exist
+
+    @classmethod
+    def look(cls, data_dir: Path) -> _Before:
+        if not data_dir.is_dir():
+            return cls(data_dir, None)
+        return cls(data_dir, frozenset(p.name for p in data_dir.iterdir()))
+
+    def restore(self) -> None:
+        """Removes what appeared since: all of it if the directory was new."""
+        if self.entries is None:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+            return
+        for path in self.data_dir.iterdir():
+            if path.name in self.entries:
+                continue
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
 
 
 async def _start(configs: list[NodeConfig]) -> list[Node]:

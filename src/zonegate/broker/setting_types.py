@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from zonegate.runtime.units import UnitError, parse_ms, parse_size
+
 KAFKA_MAX_INT = 2_147_483_647
 # socket.request.max.bytes's default, and queued.max.request.bytes's here (docs/qos.md).
 REQUEST_MAX_BYTES = 104_857_600
@@ -86,6 +88,42 @@ def at_least(lo: float, kind: type[int] | type[float]) -> Callable[[str], Any]:
     return parse
 
 
+def size_at_least(lo: int) -> Callable[[str], int]:
+    """Bytes, with or without a unit (`8MiB`, `512KiB`, `1048576`: runtime/units.py)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = parse_size(text)
+        except UnitError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if value < lo:
+            raise argparse.ArgumentTypeError(f"must be at least {lo} bytes, got {text}")
+        return value
+
+    parse.__name__ = "size"
+    return parse
+
+
+def ms_at_least(lo: float, kind: type[int] | type[float] = int) -> Callable[[str], Any]:
+    """Milliseconds, with or without a unit (`250ms`, `2s`, `5m`, `250`: runtime/units.py)."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = parse_ms(text)
+        except UnitError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if kind is int:
+            if value != int(value):
+                raise argparse.ArgumentTypeError(f"expected whole milliseconds, got {text!r}")
+            value = int(value)
+        if value < lo:
+            raise argparse.ArgumentTypeError(f"must be at least {lo:g} ms, got {text}")
+        return value
+
+    parse.__name__ = "duration"
+    return parse
+
+
 def host_port(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or int(port) > 65535:
@@ -123,15 +161,15 @@ def log_level(text: str) -> str:
 
 def bytes_or_unbounded(text: str) -> int:
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected int, got {text!r}") from None
+        value = parse_size(text)
+    except UnitError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     if value < 1 and value != -1:
         raise argparse.ArgumentTypeError(f"must be at least 1, or -1 for no bound; got {text}")
     return value
 
 
-bytes_or_unbounded.__name__ = "int"
+bytes_or_unbounded.__name__ = "size"
 
 
 # -- conversions into NodeConfig fields ----------------------------------------------------
@@ -177,5 +215,5 @@ def rpc_listener(value: tuple[str, int] | None) -> tuple[str | None, int]:
 
 
 ON_OFF = ("true", "false")
-MS: dict[str, Any] = {"metavar": "MS", "type": at_least(0, int)}
-MS_POSITIVE: dict[str, Any] = {"metavar": "MS", "type": at_least(1, int)}
+MS: dict[str, Any] = {"metavar": "MS", "type": ms_at_least(0)}
+MS_POSITIVE: dict[str, Any] = {"metavar": "MS", "type": ms_at_least(1)}

@@ -29,9 +29,11 @@ from zonegate.broker.setting_types import (
     host_port,
     is_true,
     log_level,
+    ms_at_least,
     ms_to_s,
     node_id,
     rpc_listener,
+    size_at_least,
     zone,
     zone_cidrs,
 )
@@ -172,7 +174,7 @@ SETTINGS: tuple[Setting, ...] = (
         "zonegate.wal.seal.bytes",
         8 * 1024 * 1024,
         "seal and upload a WAL object when it holds this many bytes (default {default}, 8 MiB)",
-        at_least(1, int),
+        size_at_least(1),
         "BYTES",
     ),
     Setting(
@@ -181,7 +183,7 @@ SETTINGS: tuple[Setting, ...] = (
         256 * 1024 * 1024,
         "each node's cache of 1 MiB blocks of stream objects, read ahead for catch-up "
         "consumers (docs/storage.md; default {default}, 256 MiB; 0 turns it off)",
-        at_least(0, int),
+        size_at_least(0),
         "BYTES",
     ),
     Setting(
@@ -190,7 +192,7 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "seal and upload a WAL object at this age at the latest (default 250 on S3, "
         "2 on a local directory)",
-        at_least(0, float),
+        ms_at_least(0, float),
         "MS",
     ),
     Setting(
@@ -224,7 +226,7 @@ SETTINGS: tuple[Setting, ...] = (
         "socket.request.max.bytes",
         REQUEST_MAX_BYTES,
         "largest request accepted, socket.request.max.bytes (default {default})",
-        at_least(1, int),
+        size_at_least(1),
         "BYTES",
     ),
     Setting(
@@ -245,7 +247,7 @@ SETTINGS: tuple[Setting, ...] = (
         at_least(0, int),
         "PORT",
         serve_help="port for /metrics, /healthz, /readyz on the first zone's node, PORT+i on "
-        "zone i's (default: no HTTP endpoint)",
+        "zone i's (default: the --listen port + 100, so 9192, 9193, 9194; 0: any free ports)",
     ),
     Setting(
         "--lease-ms",
@@ -366,7 +368,7 @@ SETTINGS: tuple[Setting, ...] = (
         "a partition's data still in WAL objects is rewritten into a stream object once "
         "it reaches this much (or the topic's smaller segment.bytes); the largest stream "
         "object compaction writes (default {default})",
-        at_least(1, int),
+        size_at_least(1),
         "BYTES",
     ),
     Setting(

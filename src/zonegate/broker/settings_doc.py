@@ -31,6 +31,11 @@ does a key of the file that is not a setting, and a key set twice
 ([operations.md](operations.md#configuring-a-node)). `zonegate node --help`
 and `zonegate serve --help` say the same as this page.
 
+Sizes (BYTES) and durations (MS) take units wherever they are given, as
+`zonegate cost` takes them: `8MiB`, `512KiB`, `100kB`, `1048576`; `250ms`,
+`10s`, `5m`, `1h`. A plain number keeps Kafka's meaning (bytes, milliseconds),
+so Kafka's own config lines read the same.
+
 """
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from typing import Any
 
@@ -12,16 +11,40 @@ from zonegate.cost_model.breakdown import LINE_ITEMS
 from zonegate.cost_model.price_tables import default_region, price_table
 from zonegate.cost_model.prices import PriceTable, UnknownPrice
 from zonegate.cost_model.whatif import Assumptions, Scenario, Workload, compare
+from zonegate.runtime import units
 
-_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 10**6}
+
+def _at_least(lo: float, kind: type[int] | type[float]) -> Any:
+    """A number of `kind` from `lo` up: argparse then names the flag that is wrong."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if value < lo:
+            raise argparse.ArgumentTypeError(f"must be at least {lo:g}, got {text}")
+        return value
+
+    return parse
+
+
+def _positive_ms(text: str) -> float:
+    try:
+        value = units.parse_ms(text)
+    except units.UnitError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 ms, got {text}")
+    return value
 
 
 def parse_size(text: str) -> int:
-    """`8MiB`, `512KiB`, `1048576` -> bytes."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    if m is None or m.group(2).lower() not in _UNITS:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 8MiB, 512KiB, 1048576)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    """`8MiB`, `512KiB`, `1048576` -> bytes (runtime/units.py: as every setting takes them)."""
+    try:
+        return units.parse_size(text)
+    except units.UnitError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def register(subparsers: Any) -> None:
@@ -37,35 +60,35 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--ingress-mib-s",
         metavar="MIB_S",
-        type=float,
+        type=_at_least(0, float),
         required=True,
         help="produce throughput in MiB/s (required)",
     )
     p.add_argument(
         "--fanout",
         metavar="N",
-        type=float,
+        type=_at_least(0, float),
         default=1.0,
         help="consumer groups reading everything produced (default 1)",
     )
     p.add_argument(
         "--zones",
         metavar="N",
-        type=int,
+        type=_at_least(1, int),
         default=3,
         help="availability zones the cluster and its clients spread over (default 3)",
     )
     p.add_argument(
         "--retention-hours",
         metavar="HOURS",
-        type=float,
+        type=_at_least(0, float),
         default=72.0,
         help="how long data is kept (default 72)",
     )
     p.add_argument(
         "--partitions",
         metavar="N",
-        type=int,
+        type=_at_least(1, int),
         default=100,
         help="partitions over all topics; sets how many stream objects compaction writes "
         "(default 100)",
@@ -80,19 +103,23 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--wal-seal-age-ms",
         metavar="MS",
-        type=float,
+        type=_positive_ms,
         default=250.0,
         help="WAL object age at which an S3 broker uploads at the latest (default 250)",
     )
     p.add_argument(
         "--nodes-per-zone",
         metavar="N",
-        type=int,
+        type=_at_least(1, int),
         default=1,
         help="broker nodes in each zone, each writing its own WAL objects (default 1)",
     )
     p.add_argument(
-        "--days", metavar="DAYS", type=float, default=30.0, help="period priced (default 30)"
+        "--days",
+        metavar="DAYS",
+        type=_at_least(1e-9, float),
+        default=30.0,
+        help="period priced (default 30)",
     )
     add_price_arguments(p)
     p.add_argument(
@@ -167,7 +194,8 @@ def render_table(
     rule = "  ".join("-" * wd for wd in widths)
     s3 = prices.object_storage(storage_class)
     title = (
-        f"{w.ingress_mib_s:g} MiB/s in, fan-out {w.fanout:g}, {w.zones} zones, "
+        f"{w.ingress_mib_s:g} MiB/s in, fan-out {w.fanout:g}, "
+        f"{'one zone (no cross-zone traffic)' if w.zones == 1 else f'{w.zones} zones'}, "
         f"{w.retention_hours:g} h retention, {w.partitions} partitions; "
         f"{prices.provider} {prices.region}, {s3.name}, {prices.block_storage_name}"
     )

@@ -28,12 +28,15 @@ class Workload:
     days: float = 30.0
 
     def __post_init__(self) -> None:
-        if self.ingress_mib_s < 0 or self.fanout < 0 or self.retention_hours < 0:
-            raise ValueError("ingress, fan-out and retention must not be negative")
-        if self.zones < 1 or self.nodes_per_zone < 1 or self.partitions < 1:
-            raise ValueError("zones, nodes per zone and partitions must be at least 1")
-        if self.wal_seal_bytes <= 0 or self.wal_seal_age_ms <= 0 or self.days <= 0:
-            raise ValueError("WAL seal size and age and the period must be positive")
+        for name in ("ingress_mib_s", "fanout", "retention_hours"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative, got {getattr(self, name):g}")
+        for name in ("zones", "nodes_per_zone", "partitions"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("wal_seal_bytes", "wal_seal_age_ms", "days"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name):g}")
 
     @property
     def seconds(self) -> float:

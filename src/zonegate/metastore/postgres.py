@@ -27,6 +27,7 @@ import logging
 import ssl
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 import asyncpg
 
@@ -62,6 +63,20 @@ _UNAVAILABLE: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.TooManyConnectionsError,
     asyncpg.exceptions.InterfaceError,
 )
+# What the server refused in the URL itself: nothing opens until the operator fixes
+# it, so it is said in one line with the fix, not as the driver's traceback.
+_REFUSED: tuple[tuple[type[asyncpg.PostgresError], str], ...] = (
+    (asyncpg.exceptions.InvalidCatalogNameError, "create it (createdb) or name another"),
+    (asyncpg.exceptions.InvalidPasswordError, "check the user and password in the URL"),
+    (
+        asyncpg.exceptions.InvalidAuthorizationSpecificationError,
+        "create the role (createuser) or name another in the URL",
+    ),
+    (
+        asyncpg.exceptions.InsufficientPrivilegeError,
+        "grant the role CREATE on the database, or name a role that has it",
+    ),
+)
 _AGAIN = (asyncpg.exceptions.DeadlockDetectedError, asyncpg.exceptions.SerializationError)
 
 
@@ -80,21 +95,27 @@ class PostgresMetaStore(
             self._opening = asyncio.Lock()
         async with self._opening:
             if self._pool is None:
-                pool = await asyncpg.create_pool(
-                    self._dsn,
-                    min_size=1,
-                    max_size=_POOL_SIZE,
-                    timeout=_CONNECT_TIMEOUT_S,
-                    command_timeout=_COMMAND_TIMEOUT_S,
-                )
                 try:
-                    async with pool.acquire() as conn:
-                        await migrate(conn)
-                except BaseException:
-                    await pool.close()
-                    raise
-                self._pool = pool
+                    self._pool = await self._open()
+                except asyncpg.PostgresError as exc:
+                    raise MetaStoreError(_refusal(self._dsn, exc)) from None
         return self._pool
+
+    async def _open(self) -> asyncpg.Pool:
+        pool = await asyncpg.create_pool(
+            self._dsn,
+            min_size=1,
+            max_size=_POOL_SIZE,
+            timeout=_CONNECT_TIMEOUT_S,
+            command_timeout=_COMMAND_TIMEOUT_S,
+        )
+        try:
+            async with pool.acquire() as conn:
+                await migrate(conn)
+        except BaseException:
+            await pool.close()
+            raise
+        return pool
 
     async def _tx(self, fn: Callable[[Db], Awaitable[T]]) -> T:
         """`fn` in one transaction (READ COMMITTED, row locks where it takes them)."""
@@ -178,6 +199,16 @@ async def migrate(conn: Db) -> int:
             )
             log.info("metadata store schema migrated to version %d", version)
     return LATEST
+
+
+def _refusal(dsn: str, exc: asyncpg.PostgresError) -> str:
+    """One line: which server, database and user (never the password), what it said,
+    and what to do."""
+    parts = urlsplit(dsn)
+    where = f"{parts.username or '?'}@{parts.hostname}:{parts.port or 5432}{parts.path}"
+    said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    fix = next((fix for kind, fix in _REFUSED if isinstance(exc, kind)), None)
+    return f"PostgreSQL at {where} refused: {said}" + (f"; {fix}" if fix else "")
 
 
 def _reason(exc: BaseException) -> str:
