@@ -21,8 +21,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "java"
 KAFKA_VERSION = "4.3.1"  # the one in tests/java/pom.xml
@@ -90,6 +88,8 @@ def jars() -> list[Path]:
     lib = CACHE / "lib"
     found = sorted(lib.glob("*.jar")) if lib.is_dir() else []
     if not found or not (CACHE / "classes").is_dir():
+        import pytest  # here only: benchmarks use this module outside pytest
+
         pytest.fail(missing_message(), pytrace=False)
     return found
 

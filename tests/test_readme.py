@@ -11,8 +11,10 @@ before a block (not shown on the rendered page) says how to run it:
 
 Every other block runs in one bash session, as typed into one terminal (`cd`,
 variables and `&` jobs carry over), under `set -e -o pipefail`: the block
-must succeed. The directory is new and holds links to the repository's
-`benchmarks/` and to this virtual environment as `.venv`. Ports: every
+must succeed. The directory is new and holds a link to the repository's
+`benchmarks/`; the README's own install line makes its `.venv` there (the
+clone's pinned versions, constraints.txt), so a package the README forgets to
+install fails the test. Ports: every
 `127.0.0.1:PORT` and `--http-port PORT` in the commands, and `zonegate
 serve`'s default 9092, move to free ports, keeping their distances, so the
 test can run beside other servers. What ran and what it printed is kept in
@@ -95,7 +97,10 @@ def _free(port: int) -> bool:
 
 def port_map(codes: list[str]) -> dict[int, int]:
     """Each group of nearby ports the README uses, moved to a free group at the same distances."""
-    used = sorted({int(m.group()) for c in codes for m in PORT.finditer(c)} | {9092, 9093, 9094})
+    # serve's defaults: its Kafka ports and its /metrics ports (Kafka's + 100), all
+    # moved, whether or not the README names each.
+    serve = {SERVE_DEFAULT_PORT + i + http for i in range(3) for http in (0, 100)}
+    used = sorted({int(m.group()) for c in codes for m in PORT.finditer(c)} | serve)
     groups: list[list[int]] = []
     for p in used:
         if groups and p - groups[-1][-1] <= 10:
@@ -119,6 +124,9 @@ def port_map(codes: list[str]) -> dict[int, int]:
 
 def localize(code: str, ports: dict[int, int]) -> str:
     code = PORT.sub(lambda m: str(ports[int(m.group())]), code)
+    # The README is read in a clone; the test's directory is not one: install the
+    # clone the suite runs from.
+    code = re.sub(r"\bpip install -e \.(?=\s|$)", f"pip install -q -e {ROOT}", code)
     listen = f"127.0.0.1:{ports[SERVE_DEFAULT_PORT]}"
     # serve's /metrics is on its Kafka port + 100 (9192 for 9092), which the README's
     # curl names: both move with the same map.
@@ -165,13 +173,21 @@ def readme_dir(tmp_path: Path) -> Path:
     here = tmp_path / "zonegate"
     here.mkdir()
     (here / "benchmarks").symlink_to(ROOT / "benchmarks")
-    (here / ".venv").symlink_to(Path(sys.prefix))
     return here
 
 
-def _env() -> dict[str, str]:
+def _env(readme_dir: Path) -> dict[str, str]:
+    """A terminal's environment: no virtual environment active (the README makes its
+    own, `.venv`, with its install line, and activates it), the pinned versions of the
+    packages that line installs (PIP_CONSTRAINT), and `python3` the interpreter the
+    suite runs on, without its packages."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ZONEGATE_", "VIRTUAL_ENV"))}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    test_bin = str(Path(sys.executable).parent)
+    path = [p for p in env.get("PATH", "").split(os.pathsep) if p and p != test_bin]
+    base_bin = str(Path(sys.base_prefix) / "bin")
+    env["PATH"] = os.pathsep.join([str(readme_dir / ".venv" / "bin"), base_bin, *path])
+    env["PIP_CONSTRAINT"] = str(ROOT / "constraints.txt")
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     return env
 
 
@@ -189,7 +205,7 @@ def test_every_readme_command_runs_in_order(readme_dir: Path, transcript: IO[str
     kinds = [s.kind for s in steps]
     assert "background" in kinds and "interrupt" in kinds and kinds.count("run") >= 5
     ports = port_map([s.code for s in steps])
-    env = _env()
+    env = _env(readme_dir)
     session = subprocess.Popen(
         ["bash", "--norc", "--noprofile"],
         cwd=readme_dir,
