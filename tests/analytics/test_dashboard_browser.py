@@ -6,7 +6,8 @@ act, so the dumped DOM proves it ran to the end. What a reader sees is then
 checked in the rendered text: money in ordinary currency format, the baseline
 the savings are measured against, the note on too little traffic exactly when
 it applies, and every topic and client named (at 1,000 topics and 10,000 client
-ids, the top 15 and what the others carry). The screenshots are kept under
+ids, the top 15 and what the others carry). Laid out at the screenshot's width, no
+table cell (a size, an amount, a client id) breaks over two lines. The screenshots are kept under
 test-artifacts/ (dashboard-small.png, dashboard-large.png, dashboard-wide.png) for
 a person to look at.
 """
@@ -14,6 +15,7 @@ a person to look at.
 from __future__ import annotations
 
 import html
+import json
 import re
 import shutil
 import subprocess
@@ -180,6 +182,54 @@ def test_dashboard_reads_right_at_any_scale(
     shot.unlink(missing_ok=True)
     taken = _chromium(tmp_path, f"--screenshot={shot}", page.as_uri())
     assert taken.returncode == 0 and shot.stat().st_size > 50_000, taken.stderr[-2000:]
+
+
+# A page that loads the dashboard in a frame as wide as the screenshot and lists
+# every table cell whose text Chromium laid out on more than one line.
+CELLS = """<html><body style="margin:0"><iframe id="f" src="%s"
+ style="border:0;width:1400px;height:4000px"></iframe><script>
+document.getElementById("f").addEventListener("load", function () {
+  var doc = this.contentDocument, broken = [];
+  doc.querySelectorAll("td").forEach(function (cell) {
+    var range = doc.createRange(), tops = {};
+    range.selectNodeContents(cell);
+    Array.prototype.forEach.call(range.getClientRects(), function (box) {
+      if (box.height > 0) { tops[Math.round(box.top)] = 1; }
+    });
+    if (Object.keys(tops).length > 1) { broken.push(cell.textContent); }
+  });
+  document.body.setAttribute("data-cells", String(doc.querySelectorAll("td").length));
+  document.body.setAttribute("data-broken", JSON.stringify(broken));
+});
+</script></body></html>"""
+
+
+def _broken_cells(tmp: Path, page: Path) -> tuple[int, list[str]]:
+    probe = tmp / "cells.html"
+    probe.write_text(CELLS % page.as_uri())
+    dom = _chromium(tmp, "--allow-file-access-from-files", "--dump-dom", probe.as_uri())
+    m = re.search(r'<body[^>]*data-cells="(\d+)"[^>]*data-broken="([^"]*)"', dom.stdout)
+    assert m is not None, dom.stdout[:500] + dom.stderr[-2000:]
+    return int(m.group(1)), json.loads(html.unescape(m.group(2)))
+
+
+@needs_chromium
+def test_no_size_amount_or_name_breaks_over_two_lines(
+    dashboard: tuple[str, Path, Truth], tmp_path: Path
+) -> None:
+    _, page, _ = dashboard
+    cells, broken = _broken_cells(tmp_path, page)
+    assert cells > 50 and not broken, broken
+
+
+@needs_chromium
+def test_a_broken_cell_would_be_caught(tmp_path: Path) -> None:
+    page = tmp_path / "narrow.html"
+    page.write_text(
+        '<table style="width:60px"><tr><td>svc-1 zonegate_az=us-east-1a</td>'
+        "<td>85.5 GiB</td></tr></table>"
+    )
+    assert _broken_cells(tmp_path, page) == (2, ["svc-1 zonegate_az=us-east-1a", "85.5 GiB"])
 
 
 def _figures(amount: str) -> int:
