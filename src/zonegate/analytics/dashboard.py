@@ -142,7 +142,7 @@ def _kpis(d: DashboardData, small: bool) -> str:
 
     def saved(row: Row) -> str:
         amount = usd(row["zonegate_saves_usd"])
-        return amount if small else f"{amount} ({row['zonegate_saves_pct']:.0f}%)"
+        return amount if small else f"{amount} ({_pct(row['zonegate_saves_pct'])})"
 
     return "".join(
         f'<div class="kpi{" good" if good else ""}">{escape(label)}<b>{escape(value)}</b></div>'
