@@ -1,59 +1,49 @@
 """Inline SVG charts for the dashboard: drawn here, in Python, so the page needs no library.
 
 Each function returns one `<svg>` string; hovering a mark shows its exact value
-(an SVG `<title>`), so the charts stay readable with no script at all.
+(an SVG `<title>`), so the charts stay readable with no script at all. Every
+coloured mark names its meaning (`data-meaning`) and takes its colour from
+`COLOURS`, so one meaning has one colour on every chart and no colour means
+two things.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from html import escape
 
-PALETTE = ("#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#718096")
+from zonegate.analytics.money import axis_ticks
+
 Fmt = Callable[[float], str]
 
-
-def usd(x: float) -> str:
-    """Dollars as people write them: `$1,234.50`, `$0.12`; below a cent, two significant
-    digits in plain decimals (`$0.000022`), never scientific notation; closer to zero
-    than a millionth of a dollar, `<$0.000001` (`>-$0.000001` below zero)."""
-    sign, a = ("-" if x < 0 else ""), abs(x)
-    if a == 0:
-        return "$0.00"
-    if a >= 100_000:
-        return f"{sign}${a:,.0f}"
-    if a >= 1:
-        return f"{sign}${a:,.2f}"
-    if a < 1e-6:
-        return ">-$0.000001" if sign else "<$0.000001"
-    # Below a dollar, two significant digits and at least cents: $0.50, $0.012, $0.000022.
-    decimals = max(2, -math.floor(math.log10(a)) + 1)
-    text = f"{a:.{decimals}f}"
-    if decimals > 2 and float(text) >= 10 ** (2 - decimals):
-        text = f"{a:.{decimals - 1}f}"  # rounding carried it up a digit: $0.0099 -> $0.010
-    whole, frac = text.split(".")
-    frac = frac.rstrip("0").ljust(2, "0")  # $0.050 -> $0.05, as people write it
-    return f"{sign}${whole}.{frac}"
+# One colour per meaning, on every chart. Red and green keep the heatmap's sense
+# everywhere: red crosses zones (billed), green stays inside one (free).
+COLOURS = {
+    "cross_zone": "#c53030",  # bytes that cross zones, and the transfer they cost
+    "same_zone": "#38a169",  # bytes that stay inside a zone
+    "s3_put": "#2b6cb0",
+    "s3_get": "#63b3ed",
+    "s3_storage": "#805ad5",
+    "block_storage": "#b7791f",
+    "zonegate": "#dd6b20",  # the scenarios compared day by day
+    "kafka": "#1a202c",
+    "kafka_fff": "#a0aec0",
+}
+# A label longer than this is cut in the middle: a client id's zone tag is at its end.
+LABEL_CHARS = 28
 
 
-def usd_column(values: Sequence[float]) -> Fmt:
-    """A formatter for a column of dollar amounts: the decimals that give its smallest
-    amount (of a millionth of a dollar or more) two significant digits, cents at least."""
-    small = [abs(v) for v in values if abs(v) >= 1e-6]
-    decimals = 2
-    if small and min(small) < 1:
-        decimals = min(6, max(2, -math.floor(math.log10(min(small))) + 1))
+def colour(meaning: str) -> str:
+    """The colour of `meaning`; a new meaning must be given its own in `COLOURS`."""
+    return COLOURS[meaning]
 
-    def fmt(x: float) -> str:
-        a = abs(x)
-        if a == 0:
-            return "$0." + "0" * decimals
-        if a < 1e-6 or a >= 100_000:
-            return usd(x)
-        return f"{'-' if x < 0 else ''}${a:,.{decimals}f}"
 
-    return fmt
+def short(label: str, limit: int = LABEL_CHARS) -> str:
+    """`label` cut in the middle to `limit` characters, keeping its start and its end."""
+    if len(label) <= limit:
+        return label
+    head = (limit - 1) // 2
+    return label[:head] + "…" + label[len(label) - (limit - 1 - head) :]
 
 
 def size(x: float) -> str:
@@ -64,7 +54,8 @@ def size(x: float) -> str:
 
 
 def _svg(w: float, h: float, parts: Sequence[str]) -> str:
-    return f'<svg viewBox="0 0 {w} {h}" width="{w}" height="{h}">{"".join(parts)}</svg>'
+    box = f'viewBox="0 0 {w:.0f} {h:.0f}" width="{w:.0f}" height="{h:.0f}"'
+    return f"<svg {box}>{''.join(parts)}</svg>"
 
 
 def _text(x: float, y: float, s: str, anchor: str = "start", cls: str = "") -> str:
@@ -72,135 +63,174 @@ def _text(x: float, y: float, s: str, anchor: str = "start", cls: str = "") -> s
     return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{c}>{escape(s)}</text>'
 
 
-def hbars(items: Sequence[tuple[str, float]], fmt: Fmt, *, width: int = 560) -> str:
-    """Horizontal bars, largest first as given; values are printed at the bar's end."""
+def _rect(x: float, y: float, w: float, h: float, meaning: str, title: str = "") -> str:
+    tip = f"<title>{escape(title)}</title>" if title else ""
+    return (
+        f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" '
+        f'fill="{colour(meaning)}" data-meaning="{meaning}">{tip}</rect>'
+    )
+
+
+def _legend(x: float, y: float, items: Sequence[tuple[str, str]]) -> tuple[list[str], float]:
+    """Swatches with their names in a row from (x, y); returns the parts and the end x."""
+    parts = []
+    for meaning, name in items:
+        parts.append(_rect(x, y, 12, 12, meaning))
+        parts.append(_text(x + 16, y + 11, name))
+        x += 28 + 7 * len(name)
+    return parts, x
+
+
+def traffic_bars(items: Sequence[tuple[str, float, float]], fmt: Fmt, *, width: int = 560) -> str:
+    """One bar per (label, all bytes, cross-zone bytes), largest first as given: the part
+    that stayed in its zone green, the part that crossed red, the total at the end."""
     if not items:
         return '<p class="empty">nothing to show</p>'
-    label_w, row_h = 190, 26
-    top = max(v for _, v in items) or 1.0
-    plot = width - label_w - 90
+    label_w, row_h = 200, 26
+    top = max(v for _, v, _ in items) or 1.0
+    plot = width - label_w - 80
     parts = []
-    for i, (label, v) in enumerate(items):
+    for i, (label, total, crossed) in enumerate(items):
         y = i * row_h
-        w = max(1.0, plot * v / top) if v > 0 else 0.0
-        short = label if len(label) <= 26 else label[:25] + "…"
-        parts.append(_text(label_w - 8, y + 17, short, "end"))
-        parts.append(
-            f'<rect x="{label_w}" y="{y + 5}" width="{w:.1f}" height="{row_h - 10}" '
-            f'fill="{PALETTE[0]}"><title>{escape(label)}: {escape(fmt(v))}</title></rect>'
-        )
-        parts.append(_text(label_w + w + 6, y + 17, fmt(v)))
-    h = len(items) * row_h
-    return f'<svg viewBox="0 0 {width} {h}" width="{width}" height="{h}">{"".join(parts)}</svg>'
+        x = float(label_w)
+        for meaning, v, what in (
+            ("same_zone", total - crossed, "stayed in its zone"),
+            ("cross_zone", crossed, "crossed zones"),
+        ):
+            w = plot * v / top
+            if v > 0:
+                w = max(w, 1.0)  # a sliver that exists is drawn
+                parts.append(_rect(x, y + 5, w, row_h - 10, meaning, f"{label}: {fmt(v)} {what}"))
+                x += w
+        parts.append(_text(label_w - 8, y + 17, short(label), "end"))
+        parts.append(_text(x + 6, y + 17, fmt(total)))
+    legend, _ = _legend(
+        label_w, len(items) * row_h + 6, (("same_zone", "in zone"), ("cross_zone", "cross-zone"))
+    )
+    return _svg(width, len(items) * row_h + 26, parts + legend)
 
 
 def stacked_hbars(
     rows: Sequence[tuple[str, Sequence[float]]],
-    legend: Sequence[str],
+    legend: Sequence[tuple[str, str]],
     fmt: Fmt,
     *,
     width: int = 720,
 ) -> str:
-    """One bar per row, split into the `legend` parts; the total is printed at the end."""
+    """One bar per row, split into the (meaning, name) parts of `legend`; total at the end."""
     label_w, row_h = 260, 34
     top = max((sum(p) for _, p in rows), default=0.0) or 1.0
-    plot = width - label_w - 110
+    plot = width - label_w - 90
     parts = []
     for i, (label, values) in enumerate(rows):
         y = i * row_h
         x = float(label_w)
-        parts.append(_text(label_w - 8, y + 21, label, "end"))
-        for j, v in enumerate(values):
+        parts.append(_text(label_w - 8, y + 21, short(label, 40), "end"))
+        for (meaning, name), v in zip(legend, values, strict=True):
             w = plot * v / top
             if w > 0:
-                parts.append(
-                    f'<rect x="{x:.1f}" y="{y + 6}" width="{w:.1f}" height="{row_h - 12}" '
-                    f'fill="{PALETTE[j % len(PALETTE)]}"><title>{escape(label)} — '
-                    f"{escape(legend[j])}: {escape(fmt(v))}</title></rect>"
-                )
+                parts.append(_rect(x, y + 6, w, row_h - 12, meaning, f"{label} — {name}: {fmt(v)}"))
             x += w
         parts.append(_text(x + 6, y + 21, fmt(sum(values)), cls="total"))
-    ly = len(rows) * row_h + 8
-    x = float(label_w)
-    for j, name in enumerate(legend):
-        parts.append(
-            f'<rect x="{x:.1f}" y="{ly}" width="12" height="12" '
-            f'fill="{PALETTE[j % len(PALETTE)]}"/>'
-        )
-        parts.append(_text(x + 16, ly + 11, name))
-        x += 24 + 7.5 * len(name)
-    width = max(width, int(x) + 10)
-    h = ly + 22
-    return f'<svg viewBox="0 0 {width} {h}" width="{width}" height="{h}">{"".join(parts)}</svg>'
+    swatches, end = _legend(label_w, len(rows) * row_h + 8, legend)
+    return _svg(max(width, end + 10), len(rows) * row_h + 30, parts + swatches)
 
 
-def lines(
-    xs: Sequence[str], series: Sequence[tuple[str, Sequence[float]]], fmt: Fmt, *, width: int = 720
-) -> str:
-    """A line per series over the days `xs`, with a zero-based y axis and dots to hover."""
-    if not xs:
-        return '<p class="empty">nothing to show</p>'
-    left, right, top_pad, height = 80, 20, 10, 240
-    plot_w, plot_h = width - left - right, height - 50
-    top = max((max(v, default=0.0) for _, v in series), default=0.0) or 1.0
-    step = plot_w / max(1, len(xs) - 1)
-
-    def px(i: int) -> float:
-        return left + (i * step if len(xs) > 1 else plot_w / 2)
+def _y_axis(
+    top: float, fmt: Fmt, left: float, right: float, pad: float, plot_h: float
+) -> tuple[list[str], Callable[[float], float]]:
+    ticks = axis_ticks(top)
+    high = ticks[-1] or 1.0
 
     def py(v: float) -> float:
-        return top_pad + plot_h * (1 - v / top)
+        return pad + plot_h * (1 - v / high)
 
     parts = []
-    for k in range(5):
-        v = top * k / 4
-        parts.append(
-            f'<line x1="{left}" x2="{width - right}" y1="{py(v):.1f}" '
-            f'y2="{py(v):.1f}" class="grid"/>'
-        )
-        parts.append(_text(left - 6, py(v) + 4, fmt(v), "end", "axis"))
-    every = max(1, math.ceil(len(xs) * 80 / plot_w))  # a date label is ~70 px wide
+    for v in ticks:
+        y = py(v)
+        parts.append(f'<line x1="{left}" x2="{right}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>')
+        parts.append(_text(left - 6, y + 4, fmt(v), "end", "axis"))
+    return parts, py
+
+
+def daily(
+    xs: Sequence[str],
+    series: Sequence[tuple[str, str, Sequence[float]]],
+    fmt: Fmt,
+    *,
+    width: int = 960,
+    bars_up_to: int = 14,
+) -> str:
+    """The (meaning, name, values) series over the days `xs`: side-by-side bars per day
+    while the days are few (a day or a week reads as amounts to compare, and a line
+    through one point is a dot), a line per series over more days (a trend)."""
+    if not xs:
+        return '<p class="empty">nothing to show</p>'
+    left, right, pad, height = 84, 20, 12, 250
+    plot_w, plot_h = width - left - right, height - 60
+    top = max((max(v, default=0.0) for _, _, v in series), default=0.0)
+    parts, py = _y_axis(top, fmt, left, width - right, pad, plot_h)
+    base = py(0.0)
+    slot = plot_w / len(xs)
+    every = max(1, -(-len(xs) * 80 // int(plot_w)))  # a date label is ~70 px wide
     for i, x in enumerate(xs):
         if i % every == 0:
-            parts.append(_text(px(i), height - 24, x, "middle", "axis"))
-    for j, (name, values) in enumerate(series):
-        color = PALETTE[j % len(PALETTE)]
-        pts = " ".join(f"{px(i):.1f},{py(v):.1f}" for i, v in enumerate(values))
-        parts.append(f'<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="2.5"/>')
-        for i, v in enumerate(values):
-            parts.append(
-                f'<circle cx="{px(i):.1f}" cy="{py(v):.1f}" r="3.5" fill="{color}">'
-                f"<title>{escape(name)} {escape(xs[i])}: {escape(fmt(v))}</title></circle>"
+            parts.append(_text(left + slot * (i + 0.5), base + 16, x, "middle", "axis"))
+    if len(xs) <= bars_up_to:
+        bar = min(90.0, slot * 0.8 / len(series))
+        for i, day in enumerate(xs):
+            x0 = left + slot * (i + 0.5) - bar * len(series) / 2
+            for j, (meaning, name, values) in enumerate(series):
+                v = values[i]
+                y = py(v)
+                parts.append(
+                    _rect(x0 + j * bar, y, bar - 2, base - y, meaning, f"{name} {day}: {fmt(v)}")
+                )
+                if bar >= 80:  # bars wide enough to say their amount above them
+                    parts.append(_text(x0 + (j + 0.5) * bar - 1, y - 4, fmt(v), "middle"))
+    else:
+        for meaning, name, values in series:
+            pts = " ".join(
+                f"{left + slot * (i + 0.5):.1f},{py(v):.1f}" for i, v in enumerate(values)
             )
-        parts.append(
-            f'<rect x="{left + 160 * j}" y="{height - 12}" width="12" height="12" fill="{color}"/>'
-        )
-        parts.append(_text(left + 160 * j + 16, height - 2, name))
-    return _svg(width, height, parts)
+            parts.append(
+                f'<polyline points="{pts}" fill="none" stroke="{colour(meaning)}" '
+                f'stroke-width="2.5" data-meaning="{meaning}"><title>{escape(name)}</title>'
+                "</polyline>"
+            )
+            for i, v in enumerate(values):  # invisible marks, to hover for the amount
+                parts.append(
+                    f'<circle cx="{left + slot * (i + 0.5):.1f}" cy="{py(v):.1f}" r="5" '
+                    f'fill-opacity="0"><title>{escape(name)} {escape(xs[i])}: '
+                    f"{escape(fmt(v))}</title></circle>"
+                )
+    legend, _ = _legend(left, height - 16, [(m, n) for m, n, _ in series])
+    return _svg(width, height, parts + legend)
 
 
 def heatmap(zones: Sequence[str], cells: dict[tuple[str, str], float], fmt: Fmt) -> str:
     """From-zone rows, to-zone columns; darker is more bytes. The diagonal stays in its zone."""
-    cell, left, top_pad = 110, 70, 40
-    top = max(cells.values(), default=0.0) or 1.0
     n = len(zones)
+    cell, top_pad = 110, 40
+    left = 24 + 7 * max((len(z) for z in zones), default=4)  # room for "us-east-1a →"
+    top = max(cells.values(), default=0.0) or 1.0
     parts = [_text(left + n * cell / 2, 14, "to zone →", "middle", "axis")]
     for j, z in enumerate(zones):
-        parts.append(_text(left + j * cell + cell / 2, top_pad - 8, z, "middle"))
+        parts.append(_text(left + j * cell + cell / 2, top_pad - 8, short(z, 16), "middle"))
     for i, src in enumerate(zones):
         parts.append(_text(left - 8, top_pad + i * cell + cell / 2 + 4, f"{src} →", "end"))
         for j, dst in enumerate(zones):
             v = cells.get((src, dst), 0.0)
             alpha = 0.08 + 0.92 * (v / top) if v > 0 else 0.0
-            color = "#38a169" if src == dst else "#c53030"
+            meaning = "same_zone" if src == dst else "cross_zone"
             x, y = left + j * cell, top_pad + i * cell
             parts.append(
-                f'<rect x="{x}" y="{y}" width="{cell - 4}" height="{cell - 4}" fill="{color}" '
+                f'<rect x="{x}" y="{y}" width="{cell - 4}" height="{cell - 4}" '
+                f'fill="{colour(meaning)}" data-meaning="{meaning}" '
                 f'fill-opacity="{alpha:.2f}" stroke="#cbd5e0">'
                 f"<title>{escape(src)} → {escape(dst)}: "
                 f"{escape(fmt(v))}</title></rect>"
             )
             cls = "light" if alpha > 0.55 else ""
             parts.append(_text(x + (cell - 4) / 2, y + (cell - 4) / 2 + 5, fmt(v), "middle", cls))
-    w, h = left + n * cell + 10, top_pad + n * cell + 10
-    return f'<svg viewBox="0 0 {w} {h}" width="{w}" height="{h}">{"".join(parts)}</svg>'
+    return _svg(left + n * cell + 10, top_pad + n * cell + 10, parts)

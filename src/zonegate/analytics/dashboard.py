@@ -14,6 +14,7 @@ from string import Template
 from typing import Any
 
 from zonegate.analytics import charts
+from zonegate.analytics.money import usd
 from zonegate.cost_model.prices import PriceTable
 
 Row = Mapping[str, Any]
@@ -40,20 +41,17 @@ def _table(
     rows: Sequence[Row], cols: Sequence[tuple[str, str, Callable[[Any], str] | None]]
 ) -> str:
     head = "".join(f"<th>{escape(label)}</th>" for _, label, _ in cols)
-    # Money columns get one number of decimals each, so amounts compare down the column.
-    cols = [
-        (key, label, charts.usd_column([float(r.get(key) or 0) for r in rows]))
-        if fmt is charts.usd
-        else (key, label, fmt)
-        for key, label, fmt in cols
-    ]
     body = []
     for r in rows:
         cells = []
-        for key, _, fmt in cols:
+        for i, (key, _, fmt) in enumerate(cols):
             v = r.get(key)
             if fmt is None:
-                cells.append(f"<td>{escape(str(v))}</td>")
+                text = escape(str(v))
+                # The first column names the row: one line, cut with an ellipsis if it
+                # must be, the whole name on hover (and in the page's text).
+                attrs = f' class="name" title="{text}"' if i == 0 else ""
+                cells.append(f"<td{attrs}>{text}</td>")
             else:
                 cells.append(f'<td data-v="{float(v or 0)!r}">{escape(fmt(v or 0))}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
@@ -73,9 +71,35 @@ def _price(x: float) -> str:
     return f"${text}0" if text.endswith(".") or len(text.split(".")[1]) < 2 else f"${text}"
 
 
-# Below this baseline cost for the whole period, fixed per-request charges decide the
-# comparison and savings say nothing about what the same cluster would save at scale.
+# The "too little traffic" banner: shown exactly when both of its statements hold.
+# The Kafka baseline for the whole period is under this many dollars (amounts too
+# small to compare) ...
 MEANINGFUL_BASELINE_USD = 1.0
+# ... and S3 requests, charged per object however few bytes it holds, are more than
+# this share of zonegate's measured cost (so its cost does not grow with bytes as
+# Kafka's does, and a percentage says nothing about the same cluster at scale).
+REQUEST_SHARE = 0.5
+
+
+def request_usd(row: Row) -> float:
+    """S3 request charges of a savings row: every `s3_*_usd` line item but storage."""
+    return sum(
+        float(v or 0)
+        for k, v in row.items()
+        if k.startswith("s3_") and k.endswith("_usd") and k != "s3_storage_usd"
+    )
+
+
+def too_little_traffic(savings: Sequence[Row]) -> bool:
+    """The banner's rule (docs/report.md): the baseline is under MEANINGFUL_BASELINE_USD
+    and S3 requests are more than REQUEST_SHARE of zonegate's measured cost."""
+    zg, kafka = savings[0], savings[1]
+    zg_total = float(zg["total_usd"] or 0)
+    return (
+        float(kafka["total_usd"] or 0) < MEANINGFUL_BASELINE_USD
+        and zg_total > 0
+        and request_usd(zg) > REQUEST_SHARE * zg_total
+    )
 
 
 def _savings_notes(d: DashboardData, small: bool) -> tuple[str, str]:
@@ -96,14 +120,17 @@ def _savings_notes(d: DashboardData, small: bool) -> tuple[str, str]:
         return baseline, ""
     produced = sum(float(r["produce_bytes"] or 0) for r in d.daily)
     fetched = sum(float(r["fetch_bytes"] or 0) for r in d.daily)
+    zg = d.savings[0]
     too_small = (
         f"Too little traffic for the savings to mean anything: these records hold "
-        f"{charts.size(produced)} produced and {charts.size(fetched)} fetched, and the Kafka "
-        f"baseline comes to {charts.usd(d.savings[1]['total_usd'])} for the whole period. At "
-        "that scale zonegate's cost is mostly S3 requests, charged per WAL object however few "
-        "bytes it holds (one PUT per seal, every few milliseconds while producing), while "
-        "Kafka's cost grows with the bytes moved; so the percentages are left out. For a "
-        "steady workload, price one with `zonegate cost --ingress-mib-s 10` (docs/cost-model.md)."
+        f"{charts.size(produced)} produced and {charts.size(fetched)} fetched, the Kafka "
+        f"baseline comes to {usd(d.savings[1]['total_usd'])} for the whole period (under "
+        f"{usd(MEANINGFUL_BASELINE_USD)}), and S3 requests are most of zonegate's cost "
+        f"({usd(request_usd(zg))} of {usd(zg['total_usd'])}), "
+        "charged per WAL object however few bytes it holds (one PUT per seal, every few "
+        "milliseconds while producing), while Kafka's cost grows with the bytes moved; so "
+        "the percentages are left out. For a steady workload, price one with "
+        "`zonegate cost --ingress-mib-s 10` (docs/cost-model.md)."
     )
     return baseline, too_small
 
@@ -114,14 +141,14 @@ def _kpis(d: DashboardData, small: bool) -> str:
     all_bytes = sum(float(r["bytes"]) for r in d.matrix)
 
     def saved(row: Row) -> str:
-        amount = charts.usd(row["zonegate_saves_usd"])
-        return amount if small else f"{amount} ({row['zonegate_saves_pct']:.0f}%)"
+        amount = usd(row["zonegate_saves_usd"])
+        return amount if small else f"{amount} ({_pct(row['zonegate_saves_pct'])})"
 
     return "".join(
         f'<div class="kpi{" good" if good else ""}">{escape(label)}<b>{escape(value)}</b></div>'
         for label, value, good in (
-            ("zonegate cost (measured)", charts.usd(zg["total_usd"]), False),
-            ("baseline: Kafka, 3 replicas", charts.usd(kafka["total_usd"]), False),
+            ("zonegate cost (measured)", usd(zg["total_usd"]), False),
+            ("baseline: Kafka, 3 replicas", usd(kafka["total_usd"]), False),
             ("zonegate saves vs the baseline", saved(kafka), not small),
             ("vs Kafka + fetch-from-follower", saved(fff), not small),
             (
@@ -133,40 +160,62 @@ def _kpis(d: DashboardData, small: bool) -> str:
     )
 
 
-def _traffic_table(rows: Sequence[Row], key: str, label: str) -> str:
-    return _table(
-        rows,
+TOP = 15  # rows of the topic and client tables and charts; all of them are in the CSV
+
+
+def _traffic(rows: Sequence[Row], key: str, label: str, noun: str, table: str) -> str:
+    """The chart and table of the TOP rows, and what the rows left out carry."""
+    top = rows[:TOP]
+    chart = charts.traffic_bars(
+        [(str(r[key]), float(r["bytes"]), float(r["cross_zone_bytes"])) for r in top],
+        charts.size,
+    )
+    table_html = _table(
+        top,
         [
             (key, label, None),
             ("bytes", "Traffic", charts.size),
             ("produce_bytes", "Produced", charts.size),
             ("fetch_bytes", "Fetched", charts.size),
             ("cross_zone_bytes", "Cross-zone", charts.size),
-            ("transfer_usd", "Transfer cost", charts.usd),
+            ("transfer_usd", "Transfer cost", usd),
         ],
     )
+    rest = rows[TOP:]
+    if rest:
+        moved = sum(float(r["bytes"]) for r in rest)
+        cost = sum(float(r["transfer_usd"]) for r in rest)
+        table_html += (
+            f'<p class="note rest">The {TOP} of {len(rows):,} {noun} with the highest '
+            f"cross-zone cost; the other {len(rest):,} carry {charts.size(moved)} of traffic "
+            f"and {usd(cost)} of transfer. All of them: <code>csv/{table}/</code>.</p>"
+        )
+    # The chart beside its table on a wide screen, above it on a narrow one.
+    return f'<div class="split"><div>{chart}</div><div>{table_html}</div></div>'
 
 
 def render(d: DashboardData) -> str:
     days = [str(r["day"]) for r in d.daily]
     period = f"{days[0]} to {days[-1]}" if days else "no days"
-    small = float(d.savings[1]["total_usd"]) < MEANINGFUL_BASELINE_USD
+    small = too_little_traffic(d.savings)
     baseline_note, small_note = _savings_notes(d, small)
     items = ("cross_zone_transfer", "s3_put", "s3_get", "s3_storage", "block_storage")
-    legend = ("Cross-zone transfer", "S3 PUT", "S3 GET", "S3 storage", "Block storage")
+    names = ("Cross-zone transfer", "S3 PUT", "S3 GET", "S3 storage", "Block storage")
+    # Each line item in the colour of what it pays for (charts.COLOURS).
+    meanings = ("cross_zone", "s3_put", "s3_get", "s3_storage", "block_storage")
     savings_chart = charts.stacked_hbars(
         [(str(r["scenario"]), [float(r[f"{k}_usd"]) for k in items]) for r in d.savings],
-        legend,
-        charts.usd,
+        list(zip(meanings, names, strict=True)),
+        usd,
     )
-    usd_cols = [(f"{k}_usd", lab, charts.usd) for k, lab in zip(items, legend, strict=True)]
+    usd_cols = [(f"{k}_usd", lab, usd) for k, lab in zip(items, names, strict=True)]
     savings_table = _table(
         d.savings,
         [
             ("scenario", "Scenario", None),
             *usd_cols,
-            ("total_usd", "Total", charts.usd),
-            ("zonegate_saves_usd", "zonegate saves", charts.usd),
+            ("total_usd", "Total", usd),
+            ("zonegate_saves_usd", "zonegate saves", usd),
             ("zonegate_saves_pct", "saves %", (lambda _: "n/a") if small else _pct),
         ],
     )
@@ -175,14 +224,14 @@ def render(d: DashboardData) -> str:
         key = (str(r["from_zone"]), str(r["to_zone"]))
         cells[key] = cells.get(key, 0.0) + float(r["bytes"])
     matrix_zones = sorted({z for pair in cells for z in pair if z}) or list(d.zones)
-    daily_chart = charts.lines(
+    daily_chart = charts.daily(
         days,
         [
-            ("zonegate", [float(r["total_usd"]) for r in d.daily]),
-            ("Kafka RF=3", [float(r["kafka_usd"]) for r in d.daily]),
-            ("Kafka RF=3 + FFF", [float(r["kafka_fff_usd"]) for r in d.daily]),
+            ("zonegate", "zonegate", [float(r["total_usd"]) for r in d.daily]),
+            ("kafka", "Kafka RF=3", [float(r["kafka_usd"]) for r in d.daily]),
+            ("kafka_fff", "Kafka RF=3 + FFF", [float(r["kafka_fff_usd"]) for r in d.daily]),
         ],
-        charts.usd,
+        usd,
     )
     zone_cost_cols = ("transfer_usd", "s3_put_usd", "s3_get_usd", "s3_storage_usd")
     p = d.prices
@@ -221,7 +270,6 @@ def render(d: DashboardData) -> str:
             ("stated", "Stated", None),
         ],
     )
-    top = 15
     fields = {
         "period": escape(period),
         "subtitle": escape(
@@ -251,27 +299,23 @@ def render(d: DashboardData) -> str:
                 ("day", "Day", None),
                 ("cross_zone_bytes", "Cross-zone", charts.size),
                 ("produce_bytes", "Produced", charts.size),
-                ("transfer_usd", "Transfer", charts.usd),
-                ("s3_put_usd", "S3 PUT", charts.usd),
-                ("s3_get_usd", "S3 GET", charts.usd),
-                ("s3_storage_usd", "S3 storage", charts.usd),
-                ("total_usd", "zonegate", charts.usd),
-                ("kafka_usd", "Kafka", charts.usd),
-                ("kafka_fff_usd", "Kafka + FFF", charts.usd),
+                ("transfer_usd", "Transfer", usd),
+                ("s3_put_usd", "S3 PUT", usd),
+                ("s3_get_usd", "S3 GET", usd),
+                ("s3_storage_usd", "S3 storage", usd),
+                ("total_usd", "zonegate", usd),
+                ("kafka_usd", "Kafka", usd),
+                ("kafka_fff_usd", "Kafka + FFF", usd),
             ],
         ),
-        "topic_chart": charts.hbars(
-            [(str(r["topic"]), float(r["bytes"])) for r in d.by_topic[:top]], charts.size
+        "topic_traffic": _traffic(d.by_topic, "topic", "Topic", "topics", "cost_by_topic"),
+        "client_traffic": _traffic(
+            d.by_client, "client_id", "Client id", "client ids", "cost_by_client"
         ),
-        "topic_table": _traffic_table(d.by_topic[:top], "topic", "Topic"),
-        "client_chart": charts.hbars(
-            [(str(r["client_id"]), float(r["bytes"])) for r in d.by_client[:top]], charts.size
-        ),
-        "client_table": _traffic_table(d.by_client[:top], "client_id", "Client id"),
         "zone_chart": charts.stacked_hbars(
             [(str(r["zone"]), [float(r[c]) for c in zone_cost_cols]) for r in d.by_zone],
-            ("Cross-zone transfer", "S3 PUT", "S3 GET", "S3 storage"),
-            charts.usd,
+            list(zip(meanings[:4], names[:4], strict=True)),
+            usd,
         ),
         "zone_table": _table(
             d.by_zone,
@@ -280,14 +324,14 @@ def render(d: DashboardData) -> str:
                 ("egress_bytes", "Sent across", charts.size),
                 ("ingress_bytes", "Received across", charts.size),
                 *[
-                    (c, label, charts.usd)
+                    (c, label, usd)
                     for c, label in zip(
                         zone_cost_cols,
                         ("Transfer", "S3 PUT", "S3 GET", "S3 storage"),
                         strict=True,
                     )
                 ],
-                ("total_usd", "Total", charts.usd),
+                ("total_usd", "Total", usd),
             ],
         ),
         "prices": prices_html,

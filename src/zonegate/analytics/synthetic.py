@@ -42,6 +42,9 @@ class SyntheticSpec:
     # Multiplies every byte count: 1/4096 looks like a demo session on a laptop,
     # 10_000 like a busy production cluster. Request counts do not change.
     byte_scale: float = 1.0
+    # Topics each client produces to and fetches from (None: every topic), so that
+    # 1,000 topics and 10,000 client ids stay tens of thousands of rows an interval.
+    topics_per_client: int | None = None
 
 
 @dataclass
@@ -117,7 +120,11 @@ def _plan(spec: SyntheticSpec) -> _Plan:
             n_client += 1
             node_zone_i = (zi + 1) % len(zones) if misrouted else zi
             n = node_zone_i * spec.nodes_per_zone + k % spec.nodes_per_zone
-            for t in range(spec.topics):
+            mine = range(spec.topics)
+            if spec.topics_per_client is not None:
+                first = (n_client - 1) * spec.topics_per_client
+                mine = range(first, first + spec.topics_per_client)
+            for t in (t % spec.topics for t in mine):
                 lz = nodes[leader[t]]
                 produce_at.append((n, len(per_node[n]), zone, t))
                 per_node[n].append(("produce_data", zone, lz, zone, f"topic-{t}", cid))
