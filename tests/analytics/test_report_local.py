@@ -16,6 +16,7 @@ from zonegate.analytics.source import locate
 from zonegate.analytics.synthetic import Truth
 from zonegate.analytics.tables import LEADER_RPCS, NO_CLIENT_ID, NO_TOPIC, report_tables
 from zonegate.cost_model import UsageTotals, cost_of_usage, kafka_cost, price_table, usage_rates
+from zonegate.cost_model.kafka import LeaderCross
 
 pytestmark = pytest.mark.integration
 AWS = price_table("aws", "us-east-1")
@@ -103,6 +104,7 @@ def _fact(
         peer_zone=peer_zone,
         topic=topic,
         client_id=client_id,
+        s3_purpose="",
         records=1,
         stored_byte_seconds=0.0,
         **sums,
@@ -161,7 +163,10 @@ def test_kafka_baseline_from_the_same_traffic(report: tuple[Any, Truth, Path]) -
         3,
         AWS,
         fetch_from_follower=False,
+        # Client-to-leader crossings as the records measured them, per partition leader.
+        leader_cross=LeaderCross(truth.leader_cross_produce, truth.leader_cross_fetch),
     )
+    assert truth.leader_cross_produce > 0 and truth.leader_cross_fetch > 0
     row = result.tables["savings"][1]
     assert row["total_usd"] == pytest.approx(kafka.total)
     assert row["zonegate_saves_usd"] == pytest.approx(

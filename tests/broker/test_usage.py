@@ -12,6 +12,7 @@ import pytest
 from zonegate.broker.usage import USAGE_SCHEMA, UsageWriter
 from zonegate.storage.store_url import open_object_store
 from zonegate.usage.accounting import FORWARD_RPC, PRODUCE_DATA, Accounting
+from zonegate.usage.schema import SCHEMA_VERSION
 
 pytestmark = pytest.mark.unit
 
@@ -49,7 +50,7 @@ def test_usage_records_round_trip(tmp_path: Path) -> None:
         assert set(rows) == {"produce_data", "forward_rpc", "s3", "storage"}
         p = rows["produce_data"]
         assert (p["bytes_in"], p["bytes_out"], p["requests"], p["topic"]) == (1000, 50, 2, "t")
-        assert p["schema_version"] == 1 and p["node_zone"] == "zone-a"
+        assert p["schema_version"] == SCHEMA_VERSION and p["node_zone"] == "zone-a"
         assert rows["s3"]["s3_put_requests"] == 1 and rows["s3"]["s3_put_bytes"] == 100
         assert rows["storage"]["stored_bytes"] == 123
         # The interval was drained: the next flush has only the storage gauge.
