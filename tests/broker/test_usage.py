@@ -61,3 +61,45 @@ def test_usage_records_round_trip(tmp_path: Path) -> None:
         await store.close()
 
     asyncio.run(run())
+
+
+def test_s3_requests_are_written_by_purpose(tmp_path: Path) -> None:
+    from zonegate.runtime.io_class import io_class, s3_purpose
+
+    async def run() -> None:
+        store = open_object_store((tmp_path / "objects").as_uri())
+        writer = UsageWriter(store, Accounting(7, "zone-a"), cluster="c1", stored_bytes=lambda: 0)
+        with io_class("produce"):
+            await store.put("wal/a", b"x" * 10)
+            await store.put("wal/b", b"y" * 20)
+        with io_class("housekeeping"), s3_purpose("gc"):
+            await store.list("wal/")
+            await store.delete_many(["wal/a"])
+        with io_class("compaction"):
+            await store.get_range("wal/b", 0, 5)
+        key = await writer.flush()
+        assert key is not None
+        rows = pq.read_table(io.BytesIO(await store.get(key))).to_pylist()
+        by = {r["s3_purpose"]: r for r in rows if r["kind"] == "s3"}
+        assert set(by) == {"wal", "gc", "compaction"}
+        assert (by["wal"]["s3_put_requests"], by["wal"]["s3_put_bytes"]) == (2, 30)
+        gc = by["gc"]
+        assert (gc["s3_list_requests"], gc["s3_delete_requests"], gc["s3_other_requests"]) == (
+            1,
+            1,
+            2,
+        )
+        assert (by["compaction"]["s3_get_requests"], by["compaction"]["s3_get_bytes"]) == (1, 5)
+        assert all(r["s3_purpose"] == "" for r in rows if r["kind"] != "s3")
+        # The next interval holds the usage object's own PUT, under its purpose, and
+        # this test's GET of it (no class named: housekeeping).
+        key2 = await writer.flush()
+        assert key2 is not None
+        rows2 = pq.read_table(io.BytesIO(await store.get(key2))).to_pylist()
+        assert {r["s3_purpose"]: (r["s3_put_requests"], r["s3_get_requests"]) for r in rows2} == {
+            "usage_records": (1, 0),
+            "housekeeping": (0, 1),
+        }
+        await store.close()
+
+    asyncio.run(run())
