@@ -15,10 +15,19 @@ it cost are read from the node's /metrics:
    stream objects (throughput, and the node's CPU seconds for it);
 3. after compaction: from the stream objects.
 
-The last line is exactly
+Then the S3 requests of the whole run, from the usage records the node wrote
+(by purpose, priced at S3 Standard's request prices), against what the cost
+model (cost_model/s3_requests.py) predicts from the run's workload: bytes
+produced per partition, produce time, the node's mean WAL upload time (group
+commit seals one object per upload), the producer's batch size (librdkafka's
+batch.size, 1,000,000), the node's settings and the reads made.
+
+The line before last is exactly
 `catch-up GETs per MiB: zonegate X (before compaction Y), read MB/s Z`, X and Z
 after compaction. Target (issue 15): X <= 0.125 (one GET per 8 MiB), Z at
-least the produce MB/s.
+least the produce MB/s. The last line is exactly
+`s3 request cost: model X USD, from usage records Y USD, ratio R` (R = X / Y;
+target, issue 29: 0.9 <= R <= 1.1).
 
     python benchmarks/storage.py [--partition-mib 24] [--partitions 8]
 """
@@ -26,23 +35,40 @@ least the produce MB/s.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.node_harness import RunningNode, free_port_block, start_node  # noqa: E402
 from tests.s3_server import FAKE_AWS_ENV, MotoS3Server  # noqa: E402
+from zonegate.cost_model import price_table  # noqa: E402
+from zonegate.cost_model.s3_requests import (  # noqa: E402
+    ByPurpose,
+    Requests,
+    range_gets,
+    stream_object_puts,
+    stream_reads,
+    wal_objects,
+)
 
 BUCKET = "zonegate-storage-bench"
 TOPIC = "history"
 MIB = 1024 * 1024
 HELD_OFF = ["--stream-object-bytes", str(1 << 40), "--compaction-max-delay-ms", str(10**12)]
 COMPACTING = ["--compaction-interval-ms", "500", "--compaction-max-delay-ms", "1000"]
+# The node's defaults and the client's the model needs (broker/settings.py, librdkafka).
+SEAL_BYTES = 8 * MIB
+STREAM_OBJECT_BYTES = 16 * MIB
+PRODUCER_BATCH_BYTES = 1_000_000  # librdkafka's batch.size
+PROBE_INTERVAL_S = 5.0  # broker/node.py: the object store's health probe
+READ_PARTITIONS = 2
 
 
 def metric(port: int, name: str, **labels: str) -> float:
@@ -72,8 +98,8 @@ def cpu_seconds(node: RunningNode) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def produce(bootstrap: str, partitions: int, per_partition: int) -> float:
-    """Writes `per_partition` bytes of 1 KiB records into each partition; MB/s."""
+def produce(bootstrap: str, partitions: int, per_partition: int) -> tuple[float, float]:
+    """Writes `per_partition` bytes of 1 KiB records into each partition: (MB/s, s)."""
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
@@ -91,7 +117,8 @@ def produce(bootstrap: str, partitions: int, per_partition: int) -> float:
         if i % 100 == 0:
             p.poll(0)
     assert p.flush(120) == 0
-    return count * partitions * len(payload) / 1e6 / (time.monotonic() - start)
+    seconds = time.monotonic() - start
+    return count * partitions * len(payload) / 1e6 / seconds, seconds
 
 
 def catch_up(bootstrap: str, partitions: list[int]) -> tuple[int, float]:
@@ -137,11 +164,81 @@ def measured_read(node: RunningNode, http: int, label: str) -> tuple[float, floa
     return per_mib, mbs
 
 
+class Lives:
+    """How long each node process lived (the usage records and GC run on timers)."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+        self._since = time.monotonic()
+
+    def stop(self, node: RunningNode) -> None:
+        node.stop()
+        self.seconds.append(time.monotonic() - self._since)
+
+    def restart(self, node: RunningNode) -> None:
+        self.stop(node)
+        node.restart()
+        self._since = time.monotonic()
+
+
+@dataclass(frozen=True)
+class Run:
+    partitions: int
+    partition_bytes: float
+    produce_s: float
+    upload_s: float
+    lives: list[float]
+
+
+def predicted_requests(run: Run) -> ByPurpose:
+    """What the cost model says this run's node asked of S3, by purpose."""
+    out = ByPurpose()
+    total = run.partition_bytes * run.partitions
+    wal = wal_objects(
+        total, run.produce_s, nodes=1, seal_bytes=SEAL_BYTES, seal_age_s=0.25, upload_s=run.upload_s
+    )
+    out.add("wal", Requests(puts=wal))
+    per_partition = range_gets(run.partition_bytes, PRODUCER_BATCH_BYTES, wal)
+    # Two partitions read cold from the WAL objects, then all of them compacted into
+    # stream objects, then two read cold from those (the warm read GETs nothing).
+    out.add("tail_read", Requests(gets=READ_PARTITIONS * per_partition))
+    out.add(
+        "compaction",
+        Requests(
+            puts=run.partitions * stream_object_puts(run.partition_bytes, STREAM_OBJECT_BYTES),
+            gets=run.partitions * per_partition,
+        ),
+    )
+    out.add("catch_up_read", Requests(gets=READ_PARTITIONS * stream_reads(run.partition_bytes)))
+    # Each start PUTs the health probe's object, then GETs a byte of it every 5 s;
+    # a usage object's own PUT is counted by the next flush (every 60 s), and GC
+    # LISTs the WAL, stream and usage prefixes every 60 s.
+    probes = sum(math.floor(s / PROBE_INTERVAL_S) for s in run.lives)
+    out.add("housekeeping", Requests(puts=len(run.lives), gets=probes))
+    minutes = sum(math.floor(s / 60) for s in run.lives)
+    out.add("usage_records", Requests(puts=minutes))
+    out.add("gc", Requests(lists=3 * minutes))
+    return out
+
+
+def recorded_requests(endpoint: str) -> dict[str, dict[str, int]]:
+    """S3 requests by purpose, as the node's usage records counted them."""
+    from zonegate.analytics.facts import arrow_facts
+    from zonegate.analytics.source import locate
+    from zonegate.analytics.tables import s3_by_purpose
+    from zonegate.cost_model import price_table, usage_rates
+
+    facts = arrow_facts(locate(f"s3://{BUCKET}/bench", endpoint))
+    rows = s3_by_purpose(facts, usage_rates(price_table("aws", "us-east-1")))
+    return {r.pop("purpose"): r for r in rows}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--partition-mib", type=float, default=24.0)
     parser.add_argument("--partitions", type=int, default=8)
     args = parser.parse_args()
+    os.environ.update(FAKE_AWS_ENV)  # for reading the usage records from moto
     from confluent_kafka.admin import AdminClient, NewTopic
 
     http = free_port_block(1)
@@ -157,6 +254,7 @@ def main() -> None:
             str(http),
         ]
         node = start_node(Path(tmp) / "node", [*base, *HELD_OFF], dict(FAKE_AWS_ENV))
+        lives = Lives()
         try:
             admin = AdminClient({"bootstrap.servers": node.bootstrap})
             for f in admin.create_topics(
@@ -164,18 +262,26 @@ def main() -> None:
             ).values():
                 f.result(30)
             del admin  # its connection would complain through every restart
-            produce_mbs = produce(node.bootstrap, args.partitions, int(args.partition_mib * MIB))
+            produce_mbs, produce_s = produce(
+                node.bootstrap, args.partitions, int(args.partition_mib * MIB)
+            )
+            # The workload as the node saw it: the bytes it wrote to WAL objects, and
+            # how long one upload took (group commit seals an object per upload).
+            wal_bytes = metric(
+                http, "zonegate_object_store_class_bytes_total", op="put", io_class="produce"
+            )
+            upload_s = metric(http, "zonegate_object_store_latency_seconds_sum", op="put") / max(
+                metric(http, "zonegate_object_store_latency_seconds_count", op="put"), 1
+            )
             print(
                 f"produce: {args.partitions} partitions x {args.partition_mib:.0f} MiB at "
                 f"{produce_mbs:.1f} MB/s"
             )
-            node.stop()
-            node.restart()  # cold caches
+            lives.restart(node)  # cold caches
             before, before_mbs = measured_read(node, http, "before compaction")
 
-            node.stop()
             node.args = [*base, *COMPACTING]
-            node.restart()
+            lives.restart(node)
             start, cpu0 = time.monotonic(), cpu_seconds(node)
             while True:
                 time.sleep(0.5)
@@ -193,17 +299,40 @@ def main() -> None:
                 f"{seconds:.1f} s ({compacted / 1e6 / seconds:.1f} MB/s), "
                 f"node CPU {cpu:.1f} s ({cpu / (compacted / MIB):.3f} CPU s per MiB)"
             )
-            node.stop()
-            node.restart()  # cold caches
+            lives.restart(node)  # cold caches
             after, after_mbs = measured_read(node, http, "after compaction")
             measured_read(node, http, "after compaction, warm block cache")
         finally:
             if node.alive():
-                node.stop()
-    print(f"produce MB/s {produce_mbs:.1f}; read MB/s before compaction {before_mbs:.1f}")
+                lives.stop(node)
+        print(f"produce MB/s {produce_mbs:.1f}; read MB/s before compaction {before_mbs:.1f}")
+        print(
+            f"catch-up GETs per MiB: zonegate {after:.3f} (before compaction {before:.3f}), "
+            f"read MB/s {after_mbs:.1f}"
+        )
+        recorded = recorded_requests(moto.endpoint_url)
+    run = Run(
+        partitions=args.partitions,
+        partition_bytes=wal_bytes / args.partitions,
+        produce_s=produce_s,
+        upload_s=upload_s,
+        lives=lives.seconds,
+    )
+    model = predicted_requests(run)
+    s3 = price_table("aws", "us-east-1").object_storage("standard")
+    for purpose in sorted(set(model.purposes) | set(recorded)):
+        m = model.purposes.get(purpose, Requests())
+        r = recorded.get(purpose, {})
+        print(
+            f"s3 requests, {purpose}: model {m.puts:.0f} PUT {m.gets:.0f} GET {m.lists:.0f} LIST, "
+            f"usage records {r.get('put_requests', 0)} PUT {r.get('get_requests', 0)} GET "
+            f"{r.get('list_requests', 0)} LIST"
+        )
+    predicted = model.usd(s3)
+    measured = sum(float(r["request_usd"]) for r in recorded.values())
     print(
-        f"catch-up GETs per MiB: zonegate {after:.3f} (before compaction {before:.3f}), "
-        f"read MB/s {after_mbs:.1f}"
+        f"s3 request cost: model {predicted:.6f} USD, from usage records {measured:.6f} USD, "
+        f"ratio {predicted / measured:.3f}"
     )
 
 

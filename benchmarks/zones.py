@@ -6,7 +6,11 @@ zone routing, once with `--zone-routing false` (clients sent to the real
 leaders, as plain Kafka does). A confluent-kafka producer and consumer per
 zone. Reads cross-zone bytes from the nodes' own /metrics. Then produce
 latency (p50/p99 at a fixed rate) on the multi-zone cluster against a single
-node. The last line is exactly
+node. Then the cost report's Kafka baseline: the bytes clients would have
+exchanged with partition leaders in other zones, from the zone-routed run's
+usage records (per-partition leader zones), against the Produce and Fetch
+bytes the leader-routed run really moved across zones (issue 29: within 1%).
+The last line is exactly
 `cross-zone bytes per record byte: zonegate X, leader-routed Y`.
 
     python benchmarks/zones.py [--records N]
@@ -31,7 +35,39 @@ ZONES = ["zone-a", "zone-b", "zone-c"]
 PARTITIONS = 6
 
 
-def workload(cluster: Cluster, topic: str, records: int) -> float:
+def data_cross_zone(cluster: Cluster) -> float:
+    """Produce and Fetch bytes that crossed zones, from the nodes' counters."""
+    total = 0.0
+    for n in cluster.nodes:
+        for name, labels, value in n.metrics():
+            if name not in (
+                "zonegate_traffic_sent_bytes_total",
+                "zonegate_traffic_received_bytes_total",
+            ) or labels["kind"] not in ("produce_data", "fetch_data"):
+                continue
+            if labels["peer_zone"] and labels["peer_zone"] != labels["node_zone"]:
+                total += value
+    return total
+
+
+def report_baseline(objects: Path, topic: str) -> float:
+    """The cost report's client-to-leader cross-zone bytes (its Kafka baseline's) of
+    `topic`, from the usage records under `objects`."""
+    from zonegate.analytics.facts import arrow_facts
+    from zonegate.analytics.source import locate
+
+    facts = arrow_facts(locate(objects.resolve().as_uri()))
+    rows = zip(
+        facts.column("kind").to_pylist(),
+        facts.column("topic").to_pylist(),
+        facts.column("leader_cross_bytes").to_pylist(),
+        strict=True,
+    )
+    return float(sum(c for k, t, c in rows if t == topic and k in ("produce_data", "fetch_data")))
+
+
+def workload(cluster: Cluster, topic: str, records: int) -> tuple[float, float]:
+    """(cross-zone bytes per record byte, Produce and Fetch bytes that crossed zones)."""
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -75,7 +111,7 @@ def workload(cluster: Cluster, topic: str, records: int) -> float:
                 got += 1
         c.close()
     record_bytes = produced * (1 + len(ZONES))
-    return cluster.traffic()["cross_zone"] / record_bytes
+    return cluster.traffic()["cross_zone"] / record_bytes, data_cross_zone(cluster)
 
 
 def latency(bootstrap: str, zone: str, rate: float, records: int) -> dict[str, float]:
@@ -130,6 +166,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     results: dict[str, float] = {}
+    data_crossed: dict[str, float] = {}
     postgres = None
     if args.metastore == "postgresql":
         from tests.postgres_server import PostgresServer
@@ -144,7 +181,7 @@ def main() -> None:
         for name, extra in (("zonegate", ()), ("leader-routed", ("--zone-routing", "false"))):
             cluster = start_cluster(Path(tmp) / name, ZONES, 2, (*extra, *store()))
             try:
-                results[name] = workload(cluster, "zones", args.records)
+                results[name], data_crossed[name] = workload(cluster, "zones", args.records)
                 if name == "zonegate":
                     multi = latency(
                         cluster.nodes[0].bootstrap,
@@ -154,6 +191,8 @@ def main() -> None:
                     )
             finally:
                 cluster.stop()
+        # Read once the nodes stopped: a clean stop writes the last interval's records.
+        baseline = report_baseline(Path(tmp) / "zonegate" / "objects", "zones")
         single = start_cluster(Path(tmp) / "single", ["zone-a"], 1, store())
         try:
             one = latency(
@@ -168,6 +207,12 @@ def main() -> None:
         f"produce latency at {args.latency_rate:.0f} records/s: 3 zones x 2 nodes "
         f"p50 {multi['p50']:.1f} ms p99 {multi['p99']:.1f} ms; single node "
         f"p50 {one['p50']:.1f} ms p99 {one['p99']:.1f} ms"
+    )
+    measured = data_crossed["leader-routed"]
+    print(
+        f"Kafka baseline, client-to-leader cross-zone bytes: from the zonegate run's usage "
+        f"records {baseline:,.0f}, measured leader-routed {measured:,.0f}, "
+        f"ratio {baseline / measured:.4f}"
     )
     print(
         f"cross-zone bytes per record byte: zonegate {results['zonegate']:.5f}, "

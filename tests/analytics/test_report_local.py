@@ -16,6 +16,7 @@ from zonegate.analytics.source import locate
 from zonegate.analytics.synthetic import Truth
 from zonegate.analytics.tables import LEADER_RPCS, NO_CLIENT_ID, NO_TOPIC, report_tables
 from zonegate.cost_model import UsageTotals, cost_of_usage, kafka_cost, price_table, usage_rates
+from zonegate.cost_model.kafka import LeaderCross
 
 pytestmark = pytest.mark.integration
 AWS = price_table("aws", "us-east-1")
@@ -103,6 +104,7 @@ def _fact(
         peer_zone=peer_zone,
         topic=topic,
         client_id=client_id,
+        s3_purpose="",
         records=1,
         stored_byte_seconds=0.0,
         **sums,
@@ -161,7 +163,10 @@ def test_kafka_baseline_from_the_same_traffic(report: tuple[Any, Truth, Path]) -
         3,
         AWS,
         fetch_from_follower=False,
+        # Client-to-leader crossings as the records measured them, per partition leader.
+        leader_cross=LeaderCross(truth.leader_cross_produce, truth.leader_cross_fetch),
     )
+    assert truth.leader_cross_produce > 0 and truth.leader_cross_fetch > 0
     row = result.tables["savings"][1]
     assert row["total_usd"] == pytest.approx(kafka.total)
     assert row["zonegate_saves_usd"] == pytest.approx(
@@ -184,3 +189,41 @@ def test_outputs_written_as_parquet_csv_and_html(report: tuple[Any, Truth, Path]
     assert not list(out.parent.glob(".out.partial-*"))
     progress = (out.parent / "progress.txt").read_text()
     assert "[5/5]" in progress and "done:" in progress
+
+
+def test_schema_1_records_are_read_and_priced_by_the_formula(tmp_path: Path) -> None:
+    # Records written before schema 2: no S3 purpose, LIST and DELETE in one count,
+    # one leader zone per topic. The report reads them, names their S3 requests as of
+    # no purpose, and prices Kafka's client-to-leader crossings by the formula.
+    import dataclasses
+
+    from zonegate.analytics.job import run_report
+    from zonegate.analytics.progress import Progress
+    from zonegate.analytics.synthetic import SyntheticSpec, generate, write_local
+    from zonegate.analytics.tables import NO_PURPOSE
+
+    spec = SyntheticSpec(days=1, intervals_per_day=2, topics=2, clients_per_zone=1)
+    truth = Truth()
+    write_local(generate(dataclasses.replace(spec, schema_version=1), truth), tmp_path / "s")
+    result = run_report(
+        locate((tmp_path / "s").as_uri()), tmp_path / "out", AWS, progress=Progress(5, live=False)
+    )
+    purposes = result.tables["s3_by_purpose"]
+    assert [r["purpose"] for r in purposes] == [NO_PURPOSE]
+    assert purposes[0]["other_requests"] == truth.s3_other_requests
+    assert purposes[0]["put_requests"] == truth.s3_put_requests
+    (day,) = result.tables["daily"]
+    assert day["leader_cross_produce_bytes"] == day["leader_cross_fetch_bytes"] == 0
+    assert truth.leader_cross_produce == 0  # the truth counts no measured crossing either
+    unknown_p, unknown_f = day["leader_unknown_produce_bytes"], day["leader_unknown_fetch_bytes"]
+    assert unknown_p > truth.produce_bytes and unknown_f > truth.fetch_bytes  # both ways
+    kafka = kafka_cost(
+        truth.produce_bytes,
+        truth.fetch_bytes,
+        truth.stored_byte_seconds,
+        3,
+        AWS,
+        fetch_from_follower=False,
+        leader_cross=LeaderCross(unknown_p * 2 / 3, unknown_f * 2 / 3),
+    )
+    assert result.tables["savings"][1]["total_usd"] == pytest.approx(kafka.total)

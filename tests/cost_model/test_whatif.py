@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from zonegate.cost_model import Workload, compare, price_table
 from zonegate.cost_model.kafka import kafka_cross_zone_bytes, remote_follower_copies
 from zonegate.cost_model.prices import GIB, MIB, UnknownPrice
 from zonegate.cost_model.whatif import (
+    WARPSTREAM_API_USD_PER_DAY,
+    WARPSTREAM_ASSUMPTIONS,
+    WARPSTREAM_WORKLOAD,
     Assumptions,
     kafka_scenario,
+    s3_request_usd,
     s3_wal_scenario,
     wal_objects_per_second,
     zonegate_scenario,
@@ -64,11 +70,17 @@ def test_wal_objects_seal_by_age_at_low_rate_and_by_size_at_high() -> None:
 
 def test_s3_costs_hand_computed() -> None:
     # 3 nodes, age-sealed: 12 WAL PUTs/s; compaction: 100 partitions, 300 s cycles,
-    # 3 MiB/partition/cycle -> one 64 MiB object each: 100/300 PUT/s.
+    # 3 MiB/partition/cycle -> one 16 MiB object each: 100/300 PUT/s; usage records:
+    # one PUT per node per minute.
     w = Workload(ingress_mib_s=1, partitions=100, retention_hours=1, days=30)
     seconds = 30 * 86_400
-    puts = (12 + 100 / 300) * seconds
-    gets_s3wal = 12 * seconds  # compaction reads each WAL object once
+    # GC, every 60 s: LISTs of 3600 WAL objects (4), 1200 stream objects (2) and
+    # 3 nodes x 30 days x 1440 usage objects (130); DeleteObjects are free.
+    lists = (4 + 2 + 130) * seconds / 60
+    puts = (12 + 100 / 300 + 3 / 60) * seconds + lists
+    # Compaction reads each partition's range out of each WAL object holding one of
+    # its 16 KiB batches: 1 MiB/s over 100 partitions is 0.64 batches/s each (< 12).
+    gets_s3wal = 100 * 0.64 * seconds
     gets_zonegate = gets_s3wal + 12 * seconds * 2  # and each other node reads it once
     s3wal = s3_wal_scenario(w, AWS, Assumptions(), "standard")
     zg = zonegate_scenario(w, AWS, Assumptions(), "standard")
@@ -129,3 +141,21 @@ def test_bad_workload_is_refused() -> None:
         Workload(ingress_mib_s=-1)
     with pytest.raises(ValueError):
         Workload(ingress_mib_s=1, zones=0)
+
+
+def test_warpstreams_published_api_figure_and_where_zonegate_differs() -> None:
+    s3 = AWS.object_storage("standard")
+    # Under WarpStream's own assumptions the model stays under its USD 40 a day.
+    theirs = s3_request_usd(WARPSTREAM_WORKLOAD, WARPSTREAM_ASSUMPTIONS, s3)
+    assert sum(theirs.values()) < WARPSTREAM_API_USD_PER_DAY
+    # 35 files/s (3 agents, 46.7 MiB/s each, 4 MiB files): USD 15.12 a day of PUTs.
+    assert theirs["wal"] == pytest.approx(140 / 4 * 86_400 * 0.005 / 1000)
+    # zonegate's own storage core at the same workload: compaction GETs one range per
+    # partition per WAL object, and GC lists every stream object each minute.
+    w = dataclasses.replace(WARPSTREAM_WORKLOAD, wal_seal_bytes=8 * MIB)
+    ours = s3_request_usd(w, Assumptions(), s3)
+    assert sum(ours.values()) > WARPSTREAM_API_USD_PER_DAY
+    assert ours["compaction"] > ours["wal"] and ours["gc"] > ours["wal"]
+    whole = dataclasses.replace(Assumptions(), compaction_reads_whole_objects=True)
+    no_list = dataclasses.replace(whole, gc_lists_objects=False)
+    assert sum(s3_request_usd(w, no_list, s3).values()) < WARPSTREAM_API_USD_PER_DAY

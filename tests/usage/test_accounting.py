@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from zonegate.metastore.models import PartitionInfo, TopicInfo
-from zonegate.proxy.accounting import account_request
+from zonegate.proxy.accounting import account_request, split
 from zonegate.proxy.context import ClientInfo, RequestContext
 from zonegate.services.api import ANONYMOUS
 from zonegate.usage.accounting import (
@@ -55,28 +55,97 @@ def test_same_key_adds_up_and_interval_drains() -> None:
     assert _counts(acc.totals[key]) == (20, 2, 2)  # totals are cumulative
 
 
-def test_request_bytes_split_among_topics_with_their_leader_zones() -> None:
-    tid = uuid.uuid4()
-    topics = {
-        name: TopicInfo(tid, name, (PartitionInfo(tid, name, 0, i, leader, 0),))
-        for i, (name, leader) in enumerate([("a", 2), ("b", 3)])
-    }
-    zones = {2: "zone-b"}  # node 3 is not live
-    node: Any = SimpleNamespace(
+def _services(topics: dict[str, TopicInfo], zones: dict[int, str]) -> Any:
+    return SimpleNamespace(
         accounting=Accounting(1, "zone-a"),
         topics=SimpleNamespace(get=topics.get),
         cluster=SimpleNamespace(zone_of=lambda n: zones.get(n, "")),
     )
+
+
+def _topic(name: str, leaders: list[int]) -> TopicInfo:
+    tid = uuid.uuid4()
+    return TopicInfo(
+        tid, name, tuple(PartitionInfo(tid, name, i, 10 + i, n, 0) for i, n in enumerate(leaders))
+    )
+
+
+def _by_key(node: Any) -> dict[tuple[str, str], tuple[int, int, int]]:
+    return {(k.topic, k.leader_zone): _counts(c) for k, c in node.accounting.totals.items()}
+
+
+def test_produce_bytes_go_to_each_partitions_topic_and_leader_zone() -> None:
+    # Topic a: partition 0 led in zone b, 1 in zone c; topic b: led by a node not live.
+    node = _services({"a": _topic("a", [2, 3]), "b": _topic("b", [4])}, {2: "zone-b", 3: "zone-c"})
+    ctx = RequestContext(
+        node, ANONYMOUS, "PLAINTEXT", ClientInfo("10.0.0.1", 1, 1), "zone-a", 0, 9, 1, None, 1000
+    )
+    pd = SimpleNamespace
+    body = SimpleNamespace(
+        topic_data=[
+            SimpleNamespace(
+                name="a",
+                partition_data=[pd(index=0, records=b"x" * 600), pd(index=1, records=None)],
+            ),
+            SimpleNamespace(name="b", partition_data=[pd(index=0, records=b"y" * 200)]),
+        ]
+    )
+    account_request(ctx, body, 41)
+    # 200 bytes of overhead and the 41-byte answer split 3:1 by the batches' sizes;
+    # the partition that sent nothing gets nothing, and no even split by topic.
+    assert _by_key(node) == {("a", "zone-b"): (750, 30, 1), ("b", ""): (250, 11, 0)}
+    total = node.accounting.totals.values()
+    assert sum(c.bytes_in for c in total) == 1000 and sum(c.bytes_out for c in total) == 41
+
+
+def test_fetch_bytes_come_from_the_answers_batches() -> None:
+    node = _services({"a": _topic("a", [2, 3, 2])}, {2: "zone-b", 3: "zone-c"})
+    ctx = RequestContext(
+        node, ANONYMOUS, "PLAINTEXT", ClientInfo("10.0.0.1", 1, 1), "zone-b", 1, 12, 1, "c", 77
+    )
+    body = SimpleNamespace(
+        topics=[
+            SimpleNamespace(topic="a", partitions=[SimpleNamespace(partition=i) for i in (0, 1, 2)])
+        ]
+    )
+    part = SimpleNamespace
+    answer = SimpleNamespace(
+        responses=[
+            SimpleNamespace(
+                topic="a",
+                partitions=[
+                    part(partition_index=0, records=b"r" * 100),
+                    part(partition_index=1, records=b"r" * 300),
+                    part(partition_index=2, records=b""),
+                ],
+            )
+        ]
+    )
+    account_request(ctx, body, 503, answer)
+    assert _by_key(node) == {("a", "zone-b"): (19, 125, 1), ("a", "zone-c"): (58, 378, 0)}
+    # An empty answer (nothing new, or throttled) splits evenly among the partitions asked.
+    node2 = _services({"a": _topic("a", [2, 3, 2])}, {2: "zone-b", 3: "zone-c"})
+    account_request(
+        RequestContext(
+            node2, ANONYMOUS, "PLAINTEXT", ClientInfo("h", 1, 1), "zone-b", 1, 12, 2, "c", 77
+        ),
+        body,
+        30,
+        SimpleNamespace(responses=()),
+    )
+    assert _by_key(node2) == {("a", "zone-b"): (51, 20, 1), ("a", "zone-c"): (26, 10, 0)}
+
+
+def test_split_is_proportional_and_exact() -> None:
+    assert split(10, [1, 1, 1]) == [3, 3, 4]
+    assert split(7, [0, 0]) == [3, 4]
+    assert split(0, [5, 5]) == [0, 0]
+    assert sum(split(1_000_003, [17, 0, 991, 3])) == 1_000_003
+
+
+def test_requests_about_no_topic_are_one_key() -> None:
+    node = _services({}, {})
     client = ClientInfo("10.0.0.1", 1, 1)
-    ctx = RequestContext(node, ANONYMOUS, "PLAINTEXT", client, "zone-a", 0, 9, 1, None, 101)
-    body = SimpleNamespace(topic_data=[SimpleNamespace(name="a"), SimpleNamespace(name="b")])
-    account_request(ctx, body, 11)
-    assert {
-        (k.topic, k.leader_zone, k.client_id): _counts(c) for k, c in node.accounting.totals.items()
-    } == {
-        ("a", "zone-b", ""): (51, 6, 1),
-        ("b", "", ""): (50, 5, 0),
-    }
     # Not produce or fetch (here ApiVersions): one key with no topic.
     account_request(
         RequestContext(node, ANONYMOUS, "PLAINTEXT", client, "zone-a", 18, 3, 2, "x", 30), None, 40

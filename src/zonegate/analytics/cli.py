@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
             )
         spark = spark_session(args.master or "local[*]", console_progress=progress.live)
     try:
-        run_report(loc, args.out, prices, args.storage_class, progress, spark)
+        result = run_report(loc, args.out, prices, args.storage_class, progress, spark)
     except UsageInputError as exc:
         progress.abandon()
         return _fail(str(exc))
@@ -140,8 +140,32 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if spark is not None:
             spark.stop()
+    print(s3_purposes_text(result.tables["s3_by_purpose"]))
     print(f"report written to {args.out} (open {args.out / 'dashboard.html'})")
     return 0
+
+
+def s3_purposes_text(rows: list[dict[str, Any]]) -> str:
+    """The S3 request cost by purpose, one line each, most expensive first."""
+    if not rows:
+        return "S3 requests: none in the records"
+    total = sum(r["request_usd"] for r in rows)
+    lines = [f"S3 request cost by purpose (USD {total:.6g} in all):"]
+    width = max(len(r["purpose"]) for r in rows)
+    for r in rows:
+        counts = ", ".join(
+            f"{r[k]:,} {name}"
+            for k, name in (
+                ("put_requests", "PUT"),
+                ("get_requests", "GET"),
+                ("list_requests", "LIST"),
+                ("delete_requests", "DeleteObjects"),
+                ("other_requests", "other"),
+            )
+            if r[k]
+        )
+        lines.append(f"  {r['purpose']:<{width}}  USD {r['request_usd']:.6g}  ({counts})")
+    return "\n".join(lines)
 
 
 _OURS = re.compile(r"(?:UnknownSchemaVersion|UsageInputError): (.+)")

@@ -1,8 +1,9 @@
 """Usage records summed into facts: the one step of the report that reads every record.
 
 Facts are the records summed by (schema_version, UTC day, kind, node zone, peer
-zone, topic, client id). They are small, since records collapse over intervals,
-nodes and the client's and leader's zones, so every report table is built from
+zone, topic, client id, S3 purpose). They are small, since records collapse over
+intervals, nodes and the client's and leader's zones (what Kafka's leaders would
+have made cross, client to leader, is kept as a sum), so every report table is built from
 them on the driver (`tables`). Two engines compute the same facts: this module,
 in this process with Arrow (a stream of record chunks, each summed, the partial
 sums summed again; memory is bounded by the facts, not the records), and
@@ -28,7 +29,16 @@ from zonegate.usage.schema import ARROW_SCHEMA, UsageInputError, conform
 if TYPE_CHECKING:
     from zonegate.storage.instrumented import InstrumentedObjectStore
 
-FACT_KEYS = ("schema_version", "day", "kind", "node_zone", "peer_zone", "topic", "client_id")
+FACT_KEYS = (
+    "schema_version",
+    "day",
+    "kind",
+    "node_zone",
+    "peer_zone",
+    "topic",
+    "client_id",
+    "s3_purpose",
+)
 RECORD_SUMS = (
     "bytes_in",
     "bytes_out",
@@ -38,7 +48,14 @@ RECORD_SUMS = (
     "s3_other_requests",
     "s3_put_bytes",
     "s3_get_bytes",
+    "s3_list_requests",
+    "s3_delete_requests",
 )
+# Produce and Fetch bytes (both ways) whose client and partition leader were in
+# different zones (schema 2, where the leader is the partition's), and those whose
+# zones are not both known (schema 1 named one leader per topic): the report's
+# Kafka baseline takes the first as measured and prices the second by its formula.
+LEADER_SUMS = ("leader_cross_bytes", "leader_unknown_bytes")
 FACTS_SCHEMA = pa.schema(
     [
         ("schema_version", pa.int32()),
@@ -46,13 +63,16 @@ FACTS_SCHEMA = pa.schema(
         *((k, pa.string()) for k in FACT_KEYS[2:]),
         ("records", pa.int64()),
         *((c, pa.int64()) for c in RECORD_SUMS),
+        *((c, pa.int64()) for c in LEADER_SUMS),
         # stored_bytes (a gauge) times the interval's length in seconds, summed.
         ("stored_byte_seconds", pa.float64()),
     ]
 )
-_SUMMED = ("records", *RECORD_SUMS, "stored_byte_seconds")
+_SUMMED = ("records", *RECORD_SUMS, *LEADER_SUMS, "stored_byte_seconds")
 _READ_COLUMNS = [
     *(k for k in FACT_KEYS if k != "day"),
+    "client_zone",
+    "leader_zone",
     "interval_start",
     "interval_end",
     *RECORD_SUMS,
@@ -71,9 +91,24 @@ def facts_of(records: pa.Table) -> pa.Table:
         pc.subtract(records.column("interval_end").cast(pa.int64()), start.cast(pa.int64())),
         1000.0,
     )
+    kind = records.column("kind")
+    client_zone = records.column("client_zone")
+    leader_zone = records.column("leader_zone")
+    both = pc.add(records.column("bytes_in"), records.column("bytes_out"))
+    data = pc.is_in(kind, pa.array(["produce_data", "fetch_data"]))
+    known = pc.and_(
+        pc.greater_equal(records.column("schema_version"), 2),
+        pc.and_(pc.not_equal(client_zone, ""), pc.not_equal(leader_zone, "")),
+    )
+    crossed = pc.and_(data, pc.and_(known, pc.not_equal(client_zone, leader_zone)))
+    unknown = pc.and_(data, pc.invert(known))
     t = pa.table(
         {
-            **{k: records.column(k) for k in FACT_KEYS if k != "day"},
+            **{k: records.column(k) for k in FACT_KEYS if k not in ("day", "s3_purpose")},
+            # Schema-1 objects read as schema 2 lack it (null): no purpose.
+            "s3_purpose": records.column("s3_purpose").fill_null(""),
+            "leader_cross_bytes": pc.if_else(crossed, both, 0),
+            "leader_unknown_bytes": pc.if_else(unknown, both, 0),
             # Days are UTC days: the timestamps are UTC, and a date32 cast keeps them so.
             "day": start.cast(pa.date32()).cast(pa.string()),
             **{c: records.column(c) for c in RECORD_SUMS},
@@ -136,7 +171,7 @@ def _local_chunks(loc: UsageLocation) -> Iterator[pa.Table]:
     workers = min(8, os.cpu_count() or 2)
 
     def read(key: str) -> pa.Table:
-        # The schema reads every object as schema 1 would: a missing column is null
+        # The schema reads every object as the current one: a missing column is null
         # (a missing schema_version then stops the report), extra columns are dropped.
         return pq.read_table(f"{base}/{key}", columns=_READ_COLUMNS, schema=ARROW_SCHEMA)
 

@@ -30,7 +30,15 @@ from zonegate.cost_model.measured import usage_rates
 from zonegate.cost_model.prices import PriceTable
 from zonegate.usage.schema import UsageInputError, check_versions
 
-TABLES = ("matrix", "cost_by_topic", "cost_by_client", "cost_by_zone", "daily", "savings")
+TABLES = (
+    "matrix",
+    "cost_by_topic",
+    "cost_by_client",
+    "cost_by_zone",
+    "daily",
+    "savings",
+    "s3_by_purpose",
+)
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,7 @@ def run_report(
         "cost_by_client": t.cost_by_client,
         "cost_by_zone": t.cost_by_zone,
         "daily": t.daily,
+        "s3_by_purpose": t.s3_by_purpose,
     }
     progress.step("pricing the same traffic as Apache Kafka")
     for row in tables["daily"]:
@@ -124,6 +133,9 @@ def run_report(
                     "provider": prices.provider,
                     "region": prices.region,
                     "storage_class": storage_class,
+                    "s3_request_usd_by_purpose": {
+                        r["purpose"]: r["request_usd"] for r in t.s3_by_purpose
+                    },
                     "complete": True,
                 },
                 indent=2,

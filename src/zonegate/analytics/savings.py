@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zonegate.cost_model.breakdown import CostBreakdown
-from zonegate.cost_model.kafka import kafka_cost
+from zonegate.cost_model.kafka import LeaderCross, kafka_cost
 from zonegate.cost_model.prices import PriceTable
 
 
@@ -53,23 +53,40 @@ def measured_breakdown(daily_rows: Sequence[Mapping[str, Any]]) -> CostBreakdown
     )
 
 
+def leader_cross(row: Mapping[str, Any], zones: int) -> LeaderCross:
+    """Client-to-leader bytes across zones: measured where the records name both zones
+    (per partition), the even-spread formula's share of the rest."""
+    remote = (zones - 1) / zones
+
+    def side(k: str) -> float:
+        crossed = float(row.get(f"leader_cross_{k}_bytes") or 0)
+        return crossed + remote * float(row.get(f"leader_unknown_{k}_bytes") or 0)
+
+    return LeaderCross(produce=side("produce"), fetch=side("fetch"))
+
+
 def kafka_for_day(
     row: Mapping[str, Any], zones: int, prices: PriceTable, *, fetch_from_follower: bool
 ) -> CostBreakdown:
+    zones = max(zones, 1)
     return kafka_cost(
         float(row["produce_bytes"] or 0),
         float(row["fetch_bytes"] or 0),
         float(row["stored_byte_seconds"] or 0),
-        max(zones, 1),  # records that name no zone: one, not a division by zero
+        zones,  # records that name no zone: one, not a division by zero
         prices,
         fetch_from_follower=fetch_from_follower,
+        leader_cross=leader_cross(row, zones) if "leader_cross_produce_bytes" in row else None,
     )
 
 
 def savings(daily_rows: Sequence[Mapping[str, Any]], zones: int, prices: PriceTable) -> Savings:
-    totals = {
-        k: _sum(daily_rows, k) for k in ("produce_bytes", "fetch_bytes", "stored_byte_seconds")
-    }
+    keys = ["produce_bytes", "fetch_bytes", "stored_byte_seconds"]
+    if daily_rows and "leader_cross_produce_bytes" in daily_rows[0]:
+        keys += [
+            f"leader_{w}_{k}_bytes" for w in ("cross", "unknown") for k in ("produce", "fetch")
+        ]
+    totals = {k: _sum(daily_rows, k) for k in keys}
     return Savings(
         zonegate=measured_breakdown(daily_rows),
         kafka=kafka_for_day(totals, zones, prices, fetch_from_follower=False),

@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from zonegate.analytics.facts import FACTS_SCHEMA, RECORD_SUMS
+from zonegate.analytics.facts import FACTS_SCHEMA, LEADER_SUMS, RECORD_SUMS
 from zonegate.analytics.source import UsageLocation, local_path
 from zonegate.usage.schema import ARROW_SCHEMA, SPARK_DDL, USAGE_PREFIX, conform
 
@@ -80,7 +80,8 @@ def spark_session(
 
 
 def read_usage(spark: SparkSession, loc: UsageLocation, partitions: int) -> DataFrame:
-    """A DataFrame of the records at `loc`, in schema-1 columns."""
+    """A DataFrame of the records at `loc`, in the current schema's columns (a schema-1
+    object's missing ones null)."""
     if urlsplit(loc.url).scheme == "file":
         # One directory listed recursively, not one path per object: Spark lists each
         # given path on its own (a listing job past 32 paths), which took most of a
@@ -112,6 +113,19 @@ def spark_facts(spark: SparkSession, loc: UsageLocation) -> pa.Table:
     partitions = max(2, spark.sparkContext.defaultParallelism)
     records = read_usage(spark, loc, partitions)
     seconds = (F.unix_millis("interval_end") - F.unix_millis("interval_start")) / 1000.0
+    # As facts.facts_of: client-to-leader bytes across zones where both zones are known
+    # (schema 2), and the produce and fetch bytes where they are not.
+    both = F.col("bytes_in") + F.col("bytes_out")
+    data = F.col("kind").isin("produce_data", "fetch_data")
+    known = (
+        (F.col("schema_version") >= 2)
+        & (F.coalesce(F.col("client_zone"), F.lit("")) != "")
+        & (F.coalesce(F.col("leader_zone"), F.lit("")) != "")
+    )
+    crossed = data & known & (F.col("client_zone") != F.col("leader_zone"))
+    records = records.withColumn(
+        "leader_cross_bytes", F.when(crossed, both).otherwise(F.lit(0))
+    ).withColumn("leader_unknown_bytes", F.when(data & ~known, both).otherwise(F.lit(0)))
     facts = records.groupBy(
         "schema_version",
         F.date_format("interval_start", "yyyy-MM-dd").alias("day"),
@@ -120,9 +134,10 @@ def spark_facts(spark: SparkSession, loc: UsageLocation) -> pa.Table:
         "peer_zone",
         "topic",
         "client_id",
+        F.coalesce(F.col("s3_purpose"), F.lit("")).alias("s3_purpose"),
     ).agg(
         F.count(F.lit(1)).alias("records"),
-        *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in RECORD_SUMS),
+        *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in (*RECORD_SUMS, *LEADER_SUMS)),
         F.coalesce(F.sum(F.col("stored_bytes").cast("double") * seconds), F.lit(0.0)).alias(
             "stored_byte_seconds"
         ),

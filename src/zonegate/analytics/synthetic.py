@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from zonegate.analytics.tables import LEADER_RPCS, NO_CLIENT_ID, NO_TOPIC
-from zonegate.usage.schema import ARROW_SCHEMA, SCHEMA_VERSION
+from zonegate.usage.schema import ARROW_SCHEMA, SCHEMA_VERSION, V2_DEFAULTS
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,10 @@ class Truth:
     s3_put_bytes: int = 0
     s3_get_bytes: int = 0
     stored_byte_seconds: float = 0.0
+    # Produce and Fetch bytes (both ways) whose client and partition leader were in
+    # different zones (schema 2 and later: what Kafka's baseline takes as measured).
+    leader_cross_produce: int = 0
+    leader_cross_fetch: int = 0
     days: set[str] = field(default_factory=set)
 
     @property
@@ -207,6 +211,11 @@ def generate(spec: SyntheticSpec, truth: Truth | None = None) -> Iterator[UsageO
         "peer_zone": pa.array(plan.peer_zone, pa.string()),
         "topic": pa.array(plan.topic, pa.string()),
         "client_id": pa.array(plan.client_id, pa.string()),
+        # Schema 2: every synthetic S3 request is a WAL one; LIST and DeleteObjects
+        # stay in the "other" count, as schema 1 kept them.
+        "s3_purpose": pa.array(["wal" if k == "s3" else "" for k in plan.kind], pa.string()),
+        "s3_list_requests": pa.array(np.zeros(n_rows, np.int64)),
+        "s3_delete_requests": pa.array(np.zeros(n_rows, np.int64)),
     }
     bounds = np.flatnonzero(np.diff(plan.node)) + 1
     starts = np.concatenate([[0], bounds])
@@ -273,6 +282,8 @@ def generate(spec: SyntheticSpec, truth: Truth | None = None) -> Iterator[UsageO
                 },
                 schema=ARROW_SCHEMA,
             )
+            if spec.schema_version == 1:  # as nodes wrote them before schema 2
+                table = table.drop_columns(list(V2_DEFAULTS))
             if truth is not None:
                 _account(truth, v, kind, node_zone, peer, plan, spec, start_ms)
             date = datetime.datetime.fromtimestamp(start_ms / 1000, datetime.UTC).date()
@@ -322,6 +333,18 @@ def _account(
             if src != dst:
                 truth.cross_zone_by_topic[t_label] += b
                 truth.cross_zone_by_client[c_label] += b
+        if (
+            k in ("produce_data", "fetch_data")
+            and spec.schema_version >= 2
+            and plan.client_zone[r]
+            and plan.leader_zone[r]
+            and plan.client_zone[r] != plan.leader_zone[r]
+        ):
+            both = int(v["bytes_in"][r]) + int(v["bytes_out"][r])
+            if k == "produce_data":
+                truth.leader_cross_produce += both
+            else:
+                truth.leader_cross_fetch += both
         if k == "produce_data":
             truth.produce_by_topic[t_label] += int(v["bytes_in"][r])
         elif k == "fetch_data":

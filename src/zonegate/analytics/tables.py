@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from zonegate.cost_model.measured import UsageRates
+from zonegate.cost_model.measured import UsageRates, other_requests_usd, s3_request_usd
 from zonegate.usage.schema import CLIENT_KINDS
 
 Row = dict[str, Any]
@@ -62,9 +62,31 @@ SCHEMAS = {
             ("stored_byte_seconds", _F),
             ("cross_zone_bytes", _I),
             *((c, _F) for c in (*_USD, "total_usd", "kafka_usd", "kafka_fff_usd")),
+            # Produce and Fetch bytes that crossed zones client to leader (Kafka's
+            # baseline: those a leader-routed Kafka moves across), and those whose
+            # zones the records do not both name (priced by the baseline's formula).
+            ("leader_cross_produce_bytes", _I),
+            ("leader_cross_fetch_bytes", _I),
+            ("leader_unknown_produce_bytes", _I),
+            ("leader_unknown_fetch_bytes", _I),
+        ]
+    ),
+    "s3_by_purpose": pa.schema(
+        [
+            ("purpose", _S),
+            ("put_requests", _I),
+            ("get_requests", _I),
+            ("list_requests", _I),
+            ("delete_requests", _I),
+            ("other_requests", _I),  # schema 1: LIST, DELETE and HEAD not told apart
+            ("put_bytes", _I),
+            ("get_bytes", _I),
+            ("request_usd", _F),
         ]
     ),
 }
+# What the records name S3 requests of no stated purpose (schema 1 counted no purpose).
+NO_PURPOSE = "(no purpose recorded)"
 
 
 def _col(t: pa.Table, name: str) -> pa.ChunkedArray:
@@ -159,7 +181,9 @@ def traffic_by(facts: pa.Table, flows_t: pa.Table, key: str, rates: UsageRates) 
 def _s3_usd(r: Row, rates: UsageRates) -> Row:
     return {
         "s3_put_usd": r["s3_put_requests"] * rates.s3_put_per_request
-        + r["s3_other_requests"] * rates.s3_other_per_request
+        + other_requests_usd(
+            r["s3_other_requests"], r["s3_list_requests"], r["s3_delete_requests"], rates
+        )
         + r["s3_put_bytes"] * rates.s3_put_per_byte,
         "s3_get_usd": r["s3_get_requests"] * rates.s3_get_per_request
         + r["s3_get_bytes"] * rates.s3_get_per_byte,
@@ -173,6 +197,8 @@ _S3_SUMS = (
     "s3_other_requests",
     "s3_put_bytes",
     "s3_get_bytes",
+    "s3_list_requests",
+    "s3_delete_requests",
     "stored_byte_seconds",
 )
 
@@ -205,11 +231,19 @@ def daily(facts: pa.Table, flows_t: pa.Table, rates: UsageRates) -> list[Row]:
     ).append_column(
         "fetch_bytes", pc.if_else(pc.equal(kind, "fetch_data"), _col(facts, "bytes_out"), 0)
     )
+    for k in ("produce", "fetch"):
+        mine = pc.equal(kind, f"{k}_data")
+        for what in ("cross", "unknown"):
+            d = d.append_column(
+                f"leader_{what}_{k}_bytes", pc.if_else(mine, _col(facts, f"leader_{what}_bytes"), 0)
+            )
+    leader = [f"leader_{w}_{k}_bytes" for w in ("cross", "unknown") for k in ("produce", "fetch")]
     cross = flows_t.filter(_col(flows_t, "cross_zone"))
     crossed = {r["day"]: r["bytes"] for r in _sums(cross, ["day"], ["bytes"])}
     rows = []
     for r in sorted(
-        _sums(d, ["day"], ["produce_bytes", "fetch_bytes", *_S3_SUMS]), key=lambda r: r["day"]
+        _sums(d, ["day"], ["produce_bytes", "fetch_bytes", *_S3_SUMS, *leader]),
+        key=lambda r: r["day"],
     ):
         c = crossed.get(r["day"], 0)
         row = {
@@ -219,8 +253,49 @@ def daily(facts: pa.Table, flows_t: pa.Table, rates: UsageRates) -> list[Row]:
             "stored_byte_seconds": r["stored_byte_seconds"],
             "cross_zone_bytes": c,
             "transfer_usd": c * rates.cross_zone_per_byte,
+            **{k: r[k] for k in leader},
         }
         rows.append(_total(row | _s3_usd(r, rates)))
+    return rows
+
+
+def s3_by_purpose(facts: pa.Table, rates: UsageRates) -> list[Row]:
+    """S3 requests by what they were for (WAL, compaction, GC, ...) and what they cost,
+    the requests alone (per-GiB upload and retrieval charges are in the S3 line items)."""
+    s3 = facts.filter(pc.equal(_col(facts, "kind"), "s3"))
+    sums = [
+        "s3_put_requests",
+        "s3_get_requests",
+        "s3_list_requests",
+        "s3_delete_requests",
+        "s3_other_requests",
+        "s3_put_bytes",
+        "s3_get_bytes",
+    ]
+    rows = []
+    for r in _sums(s3, ["s3_purpose"], sums):
+        listed, deleted = r["s3_list_requests"], r["s3_delete_requests"]
+        rows.append(
+            {
+                "purpose": r["s3_purpose"] or NO_PURPOSE,
+                "put_requests": r["s3_put_requests"],
+                "get_requests": r["s3_get_requests"],
+                "list_requests": listed,
+                "delete_requests": deleted,
+                "other_requests": r["s3_other_requests"] - listed - deleted,
+                "put_bytes": r["s3_put_bytes"],
+                "get_bytes": r["s3_get_bytes"],
+                "request_usd": s3_request_usd(
+                    r["s3_put_requests"],
+                    r["s3_get_requests"],
+                    r["s3_other_requests"],
+                    listed,
+                    deleted,
+                    rates,
+                ),
+            }
+        )
+    rows.sort(key=lambda r: (-r["request_usd"], r["purpose"]))
     return rows
 
 
@@ -244,6 +319,7 @@ class ReportTables:
     cost_by_client: list[Row]
     cost_by_zone: list[Row]
     daily: list[Row]
+    s3_by_purpose: list[Row]
 
 
 def report_tables(facts: pa.Table, rates: UsageRates) -> ReportTables:
@@ -256,4 +332,5 @@ def report_tables(facts: pa.Table, rates: UsageRates) -> ReportTables:
         cost_by_client=traffic_by(facts, f, "client_id", rates),
         cost_by_zone=cost_by_zone(facts, f, rates),
         daily=daily(facts, f, rates),
+        s3_by_purpose=s3_by_purpose(facts, rates),
     )

@@ -1,8 +1,8 @@
 """Writes the node's usage records (docs/usage-records.md) as Parquet into the object store.
 
 Every interval (`flush`, run by the node's supervisor) the accounting deltas,
-the object-store request deltas and the bytes the node's led partitions
-reference become one Parquet object under `usage/date=YYYY-MM-DD/node=N/`.
+the object-store request deltas (one `s3` row per S3 purpose) and the bytes the
+node's led partitions reference become one Parquet object under `usage/date=YYYY-MM-DD/node=N/`.
 Nothing else is needed to compute traffic and cost later.
 """
 
@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
-from zonegate.runtime.io_class import io_class
-from zonegate.storage.instrumented import InstrumentedObjectStore, ObjectStoreStats
+from zonegate.runtime.io_class import io_class, s3_purpose
+from zonegate.storage.instrumented import InstrumentedObjectStore, PurposeCounts
 from zonegate.usage.accounting import Accounting
 from zonegate.usage.schema import ARROW_SCHEMA, SCHEMA_VERSION
 
@@ -46,7 +46,7 @@ class UsageWriter:
         self._cluster = cluster
         self._stored_bytes = stored_bytes
         self._start_ms = clock.wall_ms()
-        self._last_s3 = store.stats()
+        self._last_s3 = store.purpose_counts()
         self.objects_written = 0
 
     def _rows(self, end_ms: int) -> list[dict[str, Any]]:
@@ -66,6 +66,9 @@ class UsageWriter:
             "s3_put_bytes": 0,
             "s3_get_bytes": 0,
             "stored_bytes": 0,
+            "s3_purpose": "",
+            "s3_list_requests": 0,
+            "s3_delete_requests": 0,
         }
         rows: list[dict[str, Any]] = []
         for k, c in acc.drain_interval().items():
@@ -84,10 +87,12 @@ class UsageWriter:
                     **zero_s3,
                 }
             )
-        now = self._store.stats()
-        d = _delta(now, self._last_s3)
-        self._last_s3 = now
-        if any((d.put_requests, d.get_requests, d.other_requests)):
+        now = self._store.purpose_counts()
+        for purpose, counts in sorted(now.items()):
+            d = counts.minus(self._last_s3.get(purpose, PurposeCounts()))
+            other = d.list_requests + d.delete_requests
+            if not any((d.put_requests, d.get_requests, other)):
+                continue
             rows.append(
                 {
                     **common,
@@ -99,15 +104,19 @@ class UsageWriter:
                     "client_id": "",
                     "bytes_in": d.get_bytes,
                     "bytes_out": d.put_bytes,
-                    "requests": d.put_requests + d.get_requests + d.other_requests,
+                    "requests": d.put_requests + d.get_requests + other,
                     **zero_s3,
                     "s3_put_requests": d.put_requests,
                     "s3_get_requests": d.get_requests,
-                    "s3_other_requests": d.other_requests,
+                    "s3_other_requests": other,
                     "s3_put_bytes": d.put_bytes,
                     "s3_get_bytes": d.get_bytes,
+                    "s3_purpose": purpose,
+                    "s3_list_requests": d.list_requests,
+                    "s3_delete_requests": d.delete_requests,
                 }
             )
+        self._last_s3 = now
         stored = self._stored_bytes()
         if stored:
             rows.append(
@@ -139,17 +148,7 @@ class UsageWriter:
         pq.write_table(table, buf)
         day = datetime.datetime.fromtimestamp(start_ms / 1000, datetime.UTC).date().isoformat()
         key = f"usage/date={day}/node={self._acc.node_id}/{start_ms}-{secrets.token_hex(6)}.parquet"
-        with io_class("housekeeping"):
+        with io_class("housekeeping"), s3_purpose("usage_records"):
             await self._store.put(key, buf.getvalue())
         self.objects_written += 1
         return key
-
-
-def _delta(now: ObjectStoreStats, before: ObjectStoreStats) -> ObjectStoreStats:
-    return ObjectStoreStats(
-        put_requests=now.put_requests - before.put_requests,
-        get_requests=now.get_requests - before.get_requests,
-        other_requests=now.other_requests - before.other_requests,
-        put_bytes=now.put_bytes - before.put_bytes,
-        get_bytes=now.get_bytes - before.get_bytes,
-    )

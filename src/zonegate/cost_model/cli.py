@@ -10,7 +10,7 @@ from typing import Any
 from zonegate.cost_model.breakdown import LINE_ITEMS
 from zonegate.cost_model.price_tables import default_region, price_table
 from zonegate.cost_model.prices import PriceTable, UnknownPrice
-from zonegate.cost_model.whatif import Assumptions, Scenario, Workload, compare
+from zonegate.cost_model.whatif import Assumptions, Scenario, Workload, compare, s3_request_usd
 from zonegate.runtime import units
 
 
@@ -170,7 +170,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"zonegate cost: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({s.name: s.cost.as_dict() for s in scenarios}, indent=2))
+        out: dict[str, Any] = {s.name: s.cost.as_dict() for s in scenarios}
+        out["zonegate_s3_request_usd_by_purpose"] = s3_request_usd(
+            workload, Assumptions(), prices.object_storage(args.storage_class)
+        )
+        print(json.dumps(out, indent=2))
     else:
         print(render_table(scenarios, prices, workload, args.storage_class))
     return 0
@@ -199,7 +203,23 @@ def render_table(
         f"{w.retention_hours:g} h retention, {w.partitions} partitions; "
         f"{prices.provider} {prices.region}, {s3.name}, {prices.block_storage_name}"
     )
-    return "\n".join([title, "", line(head), rule, *map(line, rows[:-1]), rule, line(rows[-1])])
+    by_purpose = s3_request_usd(w, Assumptions(), s3)
+    purposes = ", ".join(
+        f"{p} {_usd(v)}" for p, v in sorted(by_purpose.items(), key=lambda kv: -kv[1]) if v
+    )
+    return "\n".join(
+        [
+            title,
+            "",
+            line(head),
+            rule,
+            *map(line, rows[:-1]),
+            rule,
+            line(rows[-1]),
+            "",
+            f"zonegate's S3 requests by purpose (USD, requests only): {purposes}",
+        ]
+    )
 
 
 def _usd(x: float) -> str:

@@ -6,8 +6,19 @@ Shared by the what-if model (volumes from a workload) and the report's baseline
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from zonegate.cost_model.breakdown import MONTH_S, CostBreakdown
 from zonegate.cost_model.prices import GIB, PriceTable
+
+
+@dataclass(frozen=True)
+class LeaderCross:
+    """Produce and Fetch bytes (requests and answers) that a leader-routed Kafka moves
+    across zones between clients and partition leaders, as measured."""
+
+    produce: float
+    fetch: float
 
 
 def replica_spread(rf: int, zones: int) -> list[int]:
@@ -34,21 +45,29 @@ def kafka_cross_zone_bytes(
     *,
     rf: int = 3,
     fetch_from_follower: bool,
+    leader_cross: LeaderCross | None = None,
 ) -> float:
     """Bytes that cross zones: producers to leaders, leaders to followers, consumers' reads.
 
-    Clients are spread evenly over the zones, leaders too, so a client reaches a
-    leader in another zone (zones-1)/zones of the time. With fetch-from-follower a
-    consumer reads a replica in its own zone when its zone holds one.
+    Without `leader_cross`, clients are spread evenly over the zones, leaders too,
+    so a client reaches a leader in another zone (zones-1)/zones of the time. With
+    it, the client-to-leader crossings are those measured (each partition's
+    leader's zone against its clients'). With fetch-from-follower a consumer
+    reads a replica in its own zone when its zone holds one.
     """
     remote = (zones - 1) / zones
-    produce = produce_bytes * remote
+    if leader_cross is None:
+        produce = produce_bytes * remote
+        consume_to_leader = consume_bytes * remote
+    else:
+        produce = leader_cross.produce
+        consume_to_leader = leader_cross.fetch
     replication = produce_bytes * remote_follower_copies(rf, zones)
     if fetch_from_follower:
         zones_without_replica = zones - min(rf, zones)
         consume = consume_bytes * zones_without_replica / zones
     else:
-        consume = consume_bytes * remote
+        consume = consume_to_leader
     return produce + replication + consume
 
 
@@ -61,6 +80,7 @@ def kafka_cost(
     *,
     rf: int = 3,
     fetch_from_follower: bool,
+    leader_cross: LeaderCross | None = None,
 ) -> CostBreakdown:
     """Cost of Kafka moving these bytes and keeping `rf` copies of what was stored on disks.
 
@@ -68,7 +88,12 @@ def kafka_cost(
     disks are priced as filled exactly (no headroom), so this is Kafka's lower bound.
     """
     cross = kafka_cross_zone_bytes(
-        produce_bytes, consume_bytes, zones, rf=rf, fetch_from_follower=fetch_from_follower
+        produce_bytes,
+        consume_bytes,
+        zones,
+        rf=rf,
+        fetch_from_follower=fetch_from_follower,
+        leader_cross=leader_cross,
     )
     disk_gib_months = stored_byte_seconds * rf / GIB / MONTH_S
     return CostBreakdown(

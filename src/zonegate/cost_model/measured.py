@@ -26,6 +26,9 @@ class UsageTotals:
     s3_put_bytes: float = 0.0
     s3_get_bytes: float = 0.0
     stored_byte_seconds: float = 0.0  # stored_bytes x interval length, summed
+    # Of s3_other_requests, those counted apart (schema 2): LIST and DeleteObjects.
+    s3_list_requests: float = 0.0
+    s3_delete_requests: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -36,9 +39,12 @@ class UsageRates:
     cross_zone_in_per_byte: float  # charged to the receiving zone
     s3_put_per_request: float
     s3_get_per_request: float
-    # LIST/DELETE/HEAD come as one count: priced at the PUT class (LIST's rate),
-    # an upper bound since DELETE is free and HEAD is GET-priced.
+    # Schema-1 records count LIST/DELETE/HEAD as one: priced at the PUT class (LIST's
+    # rate), an upper bound since DELETE is free and HEAD is GET-priced. Schema 2
+    # counts LIST and DeleteObjects apart, each at its own price.
     s3_other_per_request: float
+    s3_list_per_request: float
+    s3_delete_per_request: float
     s3_put_per_byte: float
     s3_get_per_byte: float
     storage_per_byte_second: float
@@ -56,9 +62,32 @@ def usage_rates(prices: PriceTable, storage_class: str = "standard") -> UsageRat
         s3_put_per_request=s3.put_per_1000 / 1000,
         s3_get_per_request=s3.get_per_1000 / 1000,
         s3_other_per_request=s3.put_per_1000 / 1000,
+        s3_list_per_request=s3.put_per_1000 / 1000,
+        s3_delete_per_request=s3.delete_per_1000 / 1000,
         s3_put_per_byte=s3.upload_per_gib / GIB,
         s3_get_per_byte=s3.retrieval_per_gib / GIB,
         storage_per_byte_second=s3.storage_per_gib_month / GIB / MONTH_S,
+    )
+
+
+def other_requests_usd(other: float, listed: float, deleted: float, rates: UsageRates) -> float:
+    """LIST and DeleteObjects at their prices, the rest of the "other" count (schema 1's,
+    where nothing is counted apart) at the upper bound."""
+    return (
+        (other - listed - deleted) * rates.s3_other_per_request
+        + listed * rates.s3_list_per_request
+        + deleted * rates.s3_delete_per_request
+    )
+
+
+def s3_request_usd(
+    puts: float, gets: float, other: float, listed: float, deleted: float, rates: UsageRates
+) -> float:
+    """What the requests themselves cost (not the bytes they move)."""
+    return (
+        puts * rates.s3_put_per_request
+        + gets * rates.s3_get_per_request
+        + other_requests_usd(other, listed, deleted, rates)
     )
 
 
@@ -66,7 +95,7 @@ def cost_of_usage(t: UsageTotals, rates: UsageRates) -> CostBreakdown:
     return CostBreakdown(
         cross_zone_transfer=t.cross_zone_bytes * rates.cross_zone_per_byte,
         s3_put=t.s3_put_requests * rates.s3_put_per_request
-        + t.s3_other_requests * rates.s3_other_per_request
+        + other_requests_usd(t.s3_other_requests, t.s3_list_requests, t.s3_delete_requests, rates)
         + t.s3_put_bytes * rates.s3_put_per_byte,
         s3_get=t.s3_get_requests * rates.s3_get_per_request
         + t.s3_get_bytes * rates.s3_get_per_byte,

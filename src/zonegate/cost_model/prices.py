@@ -30,6 +30,8 @@ class ObjectStoragePrices:
     get_per_1000: float  # GET/HEAD class ("class B", "read operations")
     storage_per_gib_month: float
     upload_per_gib: float = 0.0  # per-GiB request data charges (S3 Express One Zone only)
+    # DELETE (and S3's DeleteObjects) is free at AWS, GCS and Azure alike.
+    delete_per_1000: float = 0.0
     retrieval_per_gib: float = 0.0
     source: Source = Source("", "")
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from zonegate.cost_model.breakdown import MONTH_S, CostBreakdown
 from zonegate.cost_model.kafka import kafka_cost
 from zonegate.cost_model.prices import GIB, MIB, ObjectStoragePrices, PriceTable
+from zonegate.cost_model.s3_requests import ByPurpose, Requests, gc_pass
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,18 @@ class Assumptions:
     kafka_rf: int = 3
     produce_batch_bytes: int = 16_384  # producer batch.size: one WAL batch summary each
     rpc_bytes_per_batch: int = 64  # Append/ReadIndex bytes per batch, request plus answer
-    stream_object_bytes: int = 64 * MIB  # compaction output object size
+    stream_object_bytes: int = 16 * MIB  # compaction output object size (the node's default)
     compaction_interval_s: float = 300.0  # how often a partition's WAL ranges are compacted
+    gc_interval_s: float = 60.0  # object GC passes (one per cluster: the controller's)
+    usage_interval_s: float = 60.0  # each node writes one usage-record object per interval
+    usage_retention_days: float = 30.0
+    # False (zonegate): compaction reads each partition's range out of each WAL object
+    # holding its batches, one ranged GET each. True (WarpStream's agents): compaction
+    # reads each WAL file once, whole.
+    compaction_reads_whole_objects: bool = False
+    # True (zonegate): every GC pass LISTs the WAL objects, the stream objects and the
+    # usage records. False (WarpStream): deletions follow the metadata, no LIST.
+    gc_lists_objects: bool = True
 
 
 @dataclass(frozen=True)
@@ -74,6 +85,8 @@ class S3Requests:
     gets: float
     put_bytes: float
     get_bytes: float
+    lists: float = 0.0
+    deletes: float = 0.0
 
 
 def wal_objects_per_second(w: Workload) -> float:
@@ -93,24 +106,69 @@ def compaction_objects_per_second(w: Workload, a: Assumptions) -> float:
     return per_cycle / a.compaction_interval_s
 
 
-def s3_wal_requests(w: Workload, a: Assumptions, *, tail_reads_from_s3: bool) -> S3Requests:
-    """Requests over the period: WAL PUTs, compaction PUTs and GETs, and tail-read GETs.
+def compaction_gets_per_second(w: Workload, a: Assumptions) -> float:
+    """Compaction's reads of WAL ranges: one ranged GET per WAL object holding some of a
+    partition's batches (a batch lands in one object), for every partition; or one
+    GET per WAL object when compaction reads objects whole."""
+    wal = wal_objects_per_second(w)
+    if a.compaction_reads_whole_objects or w.ingress_bytes_s == 0:
+        return wal
+    batches_per_partition = w.ingress_bytes_s / w.partitions / a.produce_batch_bytes
+    return w.partitions * min(wal, batches_per_partition)
 
-    Compaction reads each WAL object once. With zone routing, a node serves
-    consumers of its zone from WAL objects other nodes wrote, so each node reads
-    every other node's WAL objects once (block cache and readahead); without it
-    the leader wrote them and serves tail reads from its log cache.
+
+def s3_requests_by_purpose(w: Workload, a: Assumptions, *, tail_reads_from_s3: bool) -> ByPurpose:
+    """Requests over the period by the usage records' purposes (runtime/io_class.py).
+
+    With zone routing, a node serves consumers of its zone from WAL objects other
+    nodes wrote, so each node reads every other node's WAL objects once (block cache
+    and readahead); without it the leader wrote them and serves tail reads from its
+    log cache. GC lists the WAL objects not yet compacted, the stream objects
+    retained and the usage records kept, every pass, and deletes every WAL object
+    (once compacted) and every stream object (once past retention).
     """
-    wal = wal_objects_per_second(w) * w.seconds
-    compacted = compaction_objects_per_second(w, a) * w.seconds
+    out = ByPurpose()
+    wal_s = wal_objects_per_second(w)
+    compacted_s = compaction_objects_per_second(w, a)
+    out.add("wal", Requests(puts=wal_s * w.seconds))
+    out.add(
+        "compaction",
+        Requests(puts=compacted_s * w.seconds, gets=compaction_gets_per_second(w, a) * w.seconds),
+    )
+    if tail_reads_from_s3 and w.fanout > 0:
+        out.add("tail_read", Requests(gets=wal_s * (w.nodes - 1) * w.seconds))
+    passes = w.seconds / a.gc_interval_s
+    retention_s = w.retention_hours * 3600
+    listed = {
+        "wal/": wal_s * a.compaction_interval_s,
+        "streams/": compacted_s * retention_s,
+        "usage/": w.nodes * a.usage_retention_days * 86_400 / a.usage_interval_s,
+    }
+    if not a.gc_lists_objects:
+        listed = {}
+    per_pass = gc_pass(listed, (wal_s + compacted_s) * a.gc_interval_s)
+    out.add("gc", Requests(lists=per_pass.lists * passes, deletes=per_pass.deletes * passes))
+    out.add("usage_records", Requests(puts=w.nodes * w.seconds / a.usage_interval_s))
+    return out
+
+
+def s3_wal_requests(w: Workload, a: Assumptions, *, tail_reads_from_s3: bool) -> S3Requests:
+    """All requests over the period (`s3_requests_by_purpose` summed), and the bytes:
+    WAL and compaction each upload every byte once; compaction reads every byte once,
+    and with zone routing every other node reads it once more."""
+    by = s3_requests_by_purpose(w, a, tail_reads_from_s3=tail_reads_from_s3)
+    total = Requests()
+    for r in by.purposes.values():
+        total = total.add(r)
     data = w.ingress_bytes_s * w.seconds
-    tail_gets = wal * (w.nodes - 1) if tail_reads_from_s3 and w.fanout > 0 else 0.0
     tail_bytes = data * (w.nodes - 1) if tail_reads_from_s3 and w.fanout > 0 else 0.0
     return S3Requests(
-        puts=wal + compacted,
-        gets=wal + tail_gets,
+        puts=total.puts,
+        gets=total.gets,
         put_bytes=2 * data,
         get_bytes=data + tail_bytes,
+        lists=total.lists,
+        deletes=total.deletes,
     )
 
 
@@ -118,7 +176,9 @@ def object_storage_cost(
     req: S3Requests, stored_byte_seconds: float, s3: ObjectStoragePrices
 ) -> CostBreakdown:
     return CostBreakdown(
-        s3_put=req.puts / 1000 * s3.put_per_1000 + req.put_bytes / GIB * s3.upload_per_gib,
+        s3_put=(req.puts + req.lists) / 1000 * s3.put_per_1000
+        + req.deletes / 1000 * s3.delete_per_1000
+        + req.put_bytes / GIB * s3.upload_per_gib,
         s3_get=req.gets / 1000 * s3.get_per_1000 + req.get_bytes / GIB * s3.retrieval_per_gib,
         s3_storage=stored_byte_seconds / GIB / MONTH_S * s3.storage_per_gib_month,
     )
@@ -206,3 +266,23 @@ def compare(
         Scenario("S3-WAL, no zone routing", s3_wal_scenario(w, prices, a, storage_class)),
         Scenario("zonegate", zonegate_scenario(w, prices, a, storage_class)),
     ]
+
+
+# WarpStream's published figure: object-storage API calls under USD 40 a day at
+# 140 MiB/s written with 3 consumer groups (warpstream.com/blog/warpstream-benchmarks-
+# and-tco, March 2024, as quoted in issue 29; the page was not re-read here). Its
+# agents, one per zone, flush a file every 250 ms or 4 MiB; compaction reads files
+# whole; deletions follow the metadata store (no LIST); each zone reads a file once.
+WARPSTREAM_API_USD_PER_DAY = 40.0
+WARPSTREAM_WORKLOAD = Workload(
+    ingress_mib_s=140, fanout=3, zones=3, wal_seal_bytes=4 * MIB, wal_seal_age_ms=250, days=1
+)
+WARPSTREAM_ASSUMPTIONS = Assumptions(compaction_reads_whole_objects=True, gc_lists_objects=False)
+
+
+def s3_request_usd(
+    w: Workload, a: Assumptions, s3: ObjectStoragePrices, *, tail_reads_from_s3: bool = True
+) -> dict[str, float]:
+    """USD of the requests alone (no per-GiB charges) over the period, by purpose."""
+    by = s3_requests_by_purpose(w, a, tail_reads_from_s3=tail_reads_from_s3)
+    return {purpose: r.usd(s3) for purpose, r in by.purposes.items()}

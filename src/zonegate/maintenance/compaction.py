@@ -41,7 +41,7 @@ from zonegate.maintenance.cleaning import CleaningTotals, clean_partition
 from zonegate.maintenance.targets import Target
 from zonegate.runtime.clock import Clock
 from zonegate.runtime.crash import crash_point
-from zonegate.runtime.io_class import io_class
+from zonegate.runtime.io_class import io_class, s3_purpose
 from zonegate.storage.index import IndexEntry, UnknownStream
 from zonegate.storage.objects import ObjectStore
 from zonegate.storage.stream_objects import build_stream_object
@@ -148,16 +148,17 @@ class Compactor:
             if not await self._rewrite(target, epoch, run):
                 return  # refused: the tail changed under us; the next pass replans
         if target.cleaning is not None:
-            await clean_partition(
-                self._changes,
-                self._store,
-                self._read,
-                self._clock,
-                target.stream_id,
-                target.cleaning,
-                object_bytes=self._settings.stream_object_bytes,
-                totals=self.cleaning,
-            )
+            with s3_purpose("cleaning"):
+                await clean_partition(
+                    self._changes,
+                    self._store,
+                    self._read,
+                    self._clock,
+                    target.stream_id,
+                    target.cleaning,
+                    object_bytes=self._settings.stream_object_bytes,
+                    totals=self.cleaning,
+                )
 
     async def _rewrite(self, target: Target, epoch: int, run: list[IndexEntry]) -> bool:
         started = self._clock.monotonic()

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from zonegate.runtime.clock import Clock
 from zonegate.runtime.crash import crash_point
-from zonegate.runtime.io_class import io_class
+from zonegate.runtime.io_class import io_class, s3_purpose
 from zonegate.storage.index import GcStore
 from zonegate.storage.objects import ObjectInfo, ObjectStore
 
@@ -163,7 +163,8 @@ class ObjectGc:
         self.next_due_ms: int | None = None
 
     async def run_once(self) -> None:
-        with io_class("housekeeping"):  # the lowest class: it never holds a client back
+        # The lowest class: it never holds a client back.
+        with io_class("housekeeping"), s3_purpose("gc"):
             await self._pass()
 
     async def _pass(self) -> None:

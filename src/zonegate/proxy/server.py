@@ -321,7 +321,7 @@ class KafkaConnection(asyncio.Protocol):
                     b"" if response is None else encode_response(correlation_id, api_key, response)
                 )
                 if ctx is not None:
-                    account_request(ctx, body, len(frame))
+                    account_request(ctx, body, len(frame), response)
             except Exception:
                 self._internal_error(api_key, ctx, "answer")
                 return

@@ -4,7 +4,8 @@ Kept apart from the backends (as SlateDB's retrying/instrumented stores are) so
 every backend gets the same retry policy and every S3 request is counted in one
 place for usage records. Tests use `inject_fault` to make the next calls of an
 operation fail without a misbehaving server. GETs and PUTs are also counted by
-purpose: the I/O class the caller set (runtime/io_class.py), for /metrics.
+purpose: the I/O class the caller set (runtime/io_class.py), for /metrics; and
+every request by its S3 purpose (`by_purpose`), for the usage records.
 When an `Admission` is set (the node's QoS scheduler, qos/admission.py), every
 attempt first waits for its grant, under the caller's I/O class, so no call of
 the node reaches the store around it.
@@ -23,7 +24,7 @@ from typing import Protocol, TypeVar
 
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.runtime.histogram import Histograms
-from zonegate.runtime.io_class import current_io_class
+from zonegate.runtime.io_class import current_io_class, current_s3_purpose
 from zonegate.storage.objects import (
     DeletionUnit,
     ObjectInfo,
@@ -83,6 +84,33 @@ class ClassCounts:
     bytes: int = 0
 
 
+@dataclass(slots=True)
+class PurposeCounts:
+    """Requests of one S3 purpose since the store opened, by S3 request kind (attempts, as
+    S3 bills): PUTs, GETs, LISTs (one per 1000 keys listed), DeleteObjects (one per 1000
+    keys)."""
+
+    put_requests: int = 0
+    get_requests: int = 0
+    list_requests: int = 0
+    delete_requests: int = 0
+    put_bytes: int = 0
+    get_bytes: int = 0
+
+    def minus(self, before: PurposeCounts) -> PurposeCounts:
+        return PurposeCounts(
+            self.put_requests - before.put_requests,
+            self.get_requests - before.get_requests,
+            self.list_requests - before.list_requests,
+            self.delete_requests - before.delete_requests,
+            self.put_bytes - before.put_bytes,
+            self.get_bytes - before.get_bytes,
+        )
+
+    def copy(self) -> PurposeCounts:
+        return self.minus(PurposeCounts())
+
+
 def is_transient(exc: BaseException) -> bool:
     """Whether another attempt may succeed. Not-found and bad requests never will."""
     if isinstance(exc, (ObjectNotFound, *_PERMANENT_OS_ERRORS)):
@@ -123,6 +151,8 @@ class InstrumentedObjectStore:
         self.admission: Admission | None = None
         # ("get" or "put", I/O class) -> requests and bytes, never reset.
         self.by_class: dict[tuple[str, str], ClassCounts] = {}
+        # S3 purpose (runtime/io_class.py) -> requests and bytes, never reset.
+        self.by_purpose: dict[str, PurposeCounts] = {}
 
     # -- stats ---------------------------------------------------------------
 
@@ -142,8 +172,25 @@ class InstrumentedObjectStore:
         self._put_bytes = self._get_bytes = 0
         return snapshot
 
+    def purpose_counts(self) -> dict[str, PurposeCounts]:
+        """A copy of `by_purpose`, for a later difference."""
+        return {k: v.copy() for k, v in self.by_purpose.items()}
+
+    def _purpose(self) -> PurposeCounts:
+        name = current_s3_purpose()
+        counts = self.by_purpose.get(name)
+        if counts is None:
+            counts = self.by_purpose[name] = PurposeCounts()
+        return counts
+
     def _count(self, kind: str, n_bytes: int = 0) -> ClassCounts:
-        """Counts one request of `kind` in the caller's I/O class."""
+        """Counts one request of `kind` in the caller's I/O class and S3 purpose."""
+        purpose = self._purpose()
+        if kind == "put":
+            purpose.put_requests += 1
+            purpose.put_bytes += n_bytes
+        else:
+            purpose.get_requests += 1
         key = (kind, current_io_class())
         counts = self.by_class.get(key)
         if counts is None:
@@ -261,6 +308,7 @@ class InstrumentedObjectStore:
             data = await self.inner.get(key)
             self._get_bytes += len(data)
             counts.bytes += len(data)
+            self._purpose().get_bytes += len(data)
             return data
 
         return await self._call("get", attempt)
@@ -272,6 +320,7 @@ class InstrumentedObjectStore:
             data = await self.inner.get_range(key, start, length)
             self._get_bytes += len(data)
             counts.bytes += len(data)
+            self._purpose().get_bytes += len(data)
             return data
 
         return await self._call("get_range", attempt, length)
@@ -281,7 +330,9 @@ class InstrumentedObjectStore:
             return
 
         async def attempt() -> None:
-            self._other_requests += math.ceil(len(keys) / _KEYS_PER_REQUEST)
+            n = math.ceil(len(keys) / _KEYS_PER_REQUEST)
+            self._other_requests += n
+            self._purpose().delete_requests += n
             await self.inner.delete_many(keys)
 
         await self._call("delete_many", attempt)
@@ -289,7 +340,9 @@ class InstrumentedObjectStore:
     async def list(self, prefix: str) -> list[ObjectInfo]:
         async def attempt() -> list[ObjectInfo]:
             infos = await self.inner.list(prefix)
-            self._other_requests += max(1, math.ceil(len(infos) / _KEYS_PER_REQUEST))
+            n = max(1, math.ceil(len(infos) / _KEYS_PER_REQUEST))
+            self._other_requests += n
+            self._purpose().list_requests += n
             return infos
 
         return await self._call("list", attempt)

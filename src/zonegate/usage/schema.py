@@ -1,15 +1,16 @@
-"""The usage-record schema (docs/usage-records.md, schema_version 1) as Arrow and Spark see it.
+"""The usage-record schema (docs/usage-records.md, schema_version 2) as Arrow and Spark see it.
 
 Readers accept exactly the versions listed here and stop, naming the version,
-on any other.
+on any other. Version 1 records (before S3 requests were counted by purpose)
+are read as version 2 ones with the columns they lack at their defaults.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
-KNOWN_VERSIONS = frozenset({SCHEMA_VERSION})
+SCHEMA_VERSION = 2
+KNOWN_VERSIONS = frozenset({1, SCHEMA_VERSION})
 USAGE_PREFIX = "usage/"
 
 KINDS = ("produce_data", "fetch_data", "forward_rpc", "other", "s3", "storage")
@@ -39,8 +40,18 @@ ARROW_SCHEMA = pa.schema(
         ("s3_put_bytes", pa.int64()),
         ("s3_get_bytes", pa.int64()),
         ("stored_bytes", pa.int64()),
+        # Version 2: S3 requests by purpose (`s3` rows), LIST and DeleteObjects apart.
+        ("s3_purpose", pa.string()),
+        ("s3_list_requests", pa.int64()),
+        ("s3_delete_requests", pa.int64()),
     ]
 )
+# What a version-1 record holds in the columns version 2 added.
+V2_DEFAULTS: dict[str, str | int] = {
+    "s3_purpose": "",
+    "s3_list_requests": 0,
+    "s3_delete_requests": 0,
+}
 COLUMNS = tuple(ARROW_SCHEMA.names)
 
 # The same schema as a Spark DDL string (kept here so pyspark need not be imported).
@@ -75,11 +86,16 @@ def check_versions(versions: list[int], where: str = "") -> None:
 
 
 def conform(table: pa.Table, where: str) -> pa.Table:
-    """Check one object's version, then return exactly the schema-1 columns in order."""
+    """Check one object's version, then return exactly the current columns in order (a
+    version-1 object's missing ones at their defaults)."""
     if "schema_version" not in table.column_names:
         raise UsageInputError(f"{where} has no schema_version column: not a usage record")
     versions = table.column("schema_version").unique().to_pylist()
     check_versions([int(v) for v in versions if v is not None], where)
+    for name, default in V2_DEFAULTS.items():
+        if name not in table.column_names:
+            field = ARROW_SCHEMA.field(name)
+            table = table.append_column(field, pa.array([default] * table.num_rows, field.type))
     missing = [c for c in COLUMNS if c not in table.column_names]
     if missing:
         raise UsageInputError(f"{where} lacks columns {', '.join(missing)}")
