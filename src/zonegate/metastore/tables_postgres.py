@@ -167,6 +167,12 @@ CREATE TABLE client_quotas (
         # written before: the leader (models.PartitionInfo.preferred).
         "ALTER TABLE partitions ADD COLUMN preferred_node BIGINT NOT NULL DEFAULT -1;",
     ),
+    (
+        7,
+        # Each node's Kafka listeners' endpoints, JSON (models.NodeRecord.endpoints); ''
+        # in rows written before: its one PLAINTEXT listener, kafka_host:kafka_port.
+        "ALTER TABLE nodes ADD COLUMN endpoints TEXT NOT NULL DEFAULT '';",
+    ),
 )
 
 LATEST = MIGRATIONS[-1][0]
