@@ -168,6 +168,22 @@ CREATE TABLE client_quotas (
         "ALTER TABLE partitions ADD COLUMN preferred_node BIGINT NOT NULL DEFAULT -1;",
     ),
     (
+        6,
+        # KIP-554's SCRAM credentials (services/scram.py): per user and mechanism, the
+        # salt, the keys derived from the salted password and the iteration count.
+        """
+CREATE TABLE scram_credentials (
+    user_name TEXT COLLATE "C" NOT NULL,
+    mechanism TEXT COLLATE "C" NOT NULL,
+    salt BYTEA NOT NULL,
+    stored_key BYTEA NOT NULL,
+    server_key BYTEA NOT NULL,
+    iterations INTEGER NOT NULL,
+    PRIMARY KEY (user_name, mechanism)
+);
+""",
+    ),
+    (
         7,
         # Each node's Kafka listeners' endpoints, JSON (models.NodeRecord.endpoints); ''
         # in rows written before: its one PLAINTEXT listener, kafka_host:kafka_port.
