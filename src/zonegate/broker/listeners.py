@@ -103,6 +103,13 @@ def _tls(args: argparse.Namespace, own: dict[str, str], name: str) -> TlsSetting
         raise ListenerSettingsError(
             f"ssl.protocol={context_protocol}: only TLS, TLSv1.2 and TLSv1.3 are offered"
         )
+    if context_protocol == "TLSv1.2":  # Java's TLSv1.2 context never speaks TLS 1.3
+        protocols = tuple(p for p in protocols if p != "TLSv1.3")
+        if not protocols:
+            raise ListenerSettingsError(
+                f"listener {name}: ssl.protocol=TLSv1.2 with ssl.enabled.protocols=TLSv1.3 "
+                "leaves no protocol"
+            )
     client_auth = _own(args, own, "ssl.client.auth")
     if client_auth not in ("none", "requested", "required"):
         raise ListenerSettingsError(
