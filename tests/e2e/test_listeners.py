@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import struct
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from confluent_kafka.admin import AdminClient
 from kio.schema.api_versions.v0.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest as SaslHandshakeRequestV0
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from tests.inprocess import InProcessNode
@@ -31,6 +33,7 @@ pytestmark = pytest.mark.e2e
 
 ZONES = ("zone-a", "zone-b")
 LISTENERS = ("PLAINTEXT", "SSL", "SASL_SSL")
+REAUTH_MS = 1500
 
 
 @dataclass
@@ -84,6 +87,8 @@ def cluster(tmp_path: Path, inprocess_factory: Callable[..., InProcessNode]) -> 
         "org.apache.kafka.common.security.plain.PlainLoginModule required \\\n"
         '    user_alice="alice-secret";\n'
         "connection.failed.authentication.delay.ms=200\n"
+        # KIP-368: sessions of 1.5 s (librdkafka re-authenticates within them).
+        f"listener.name.sasl_ssl.connections.max.reauth.ms={REAUTH_MS}\n"
         "zonegate.ssl.handshake.timeout.ms=500\n"
     )
     listen = ",".join(f"{n}://127.0.0.1:{base + 3 * i}" for i, n in enumerate(LISTENERS))
@@ -275,3 +280,35 @@ def test_wrong_credentials_are_refused_after_the_delay_with_one_info_line(
         assert time.monotonic() < deadline, errors
         producer.poll(0.2)
     _produce(cluster.conf("SASL_SSL"), "authenticated", 3)
+
+
+def _sasl_ssl(cluster: Cluster) -> RawConnection:
+    conn = RawConnection(cluster.port("SASL_SSL"))
+    context = ssl.create_default_context(cafile=str(cluster.ca_file))
+    conn.sock = context.wrap_socket(conn.sock, server_hostname="localhost")
+    return conn
+
+
+def test_raw_tokens_after_a_v0_handshake_authenticate(cluster: Cluster) -> None:
+    conn = _sasl_ssl(cluster)
+    assert conn.request(SaslHandshakeRequestV0(mechanism="PLAIN")).error_code == ErrorCode.none
+    token = b"\x00alice\x00alice-secret"
+    conn.send_bytes(struct.pack(">i", len(token)) + token)
+    assert conn.read_frame() == b""  # PLAIN's empty answer, framed by its size alone
+    assert conn.request(ApiVersionsRequest()).api_keys  # authenticated: served
+    conn.close()
+
+
+def test_a_session_not_renewed_is_closed_at_its_next_request(cluster: Cluster) -> None:
+    conn = _sasl_ssl(cluster)
+    assert conn.request(SaslHandshakeRequest(mechanism="PLAIN")).error_code == ErrorCode.none
+    answer = conn.request(SaslAuthenticateRequest(auth_bytes=b"\x00alice\x00alice-secret"))
+    assert answer.error_code == ErrorCode.none
+    assert answer.session_lifetime.total_seconds() * 1000 == REAUTH_MS
+    assert conn.request(ApiVersionsRequest()).api_keys
+    time.sleep(REAUTH_MS / 1000 + 0.3)
+    with pytest.raises((ConnectionError, OSError)):
+        conn.request(ApiVersionsRequest())
+    assert any(
+        "expired" in line and " INFO " in line for line in cluster.node.log_text().splitlines()
+    )

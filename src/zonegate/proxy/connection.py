@@ -97,7 +97,7 @@ class KafkaConnection(SecuredConnection, asyncio.Protocol):
         refused = self._server.over_connection_limits(self.client.host)
         if refused is not None:
             self._closed = True
-            self._server.connections_refused += 1
+            self._server.count_refused()
             log.debug("refusing connection from %s: %s", self.client.host, refused)
             transport.close()
             return
