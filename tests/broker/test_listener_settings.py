@@ -226,3 +226,17 @@ def test_a_plain_node_config_is_unchanged(tmp_path: Path) -> None:
     c = _config(tmp_path, "node.id=3\n")
     assert c.listeners == ()
     assert dataclasses.replace(c, node_id=1) == NodeConfig(c.data_dir)
+
+
+def test_serve_refuses_listeners_whose_zone_ports_collide(tmp_path: Path) -> None:
+    conf = tmp_path / "server.properties"
+    conf.write_text(
+        "listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093\n"
+        "ssl.keystore.type=PEM\nssl.keystore.location=/certs/server.pem\n"
+    )
+    args = build_parser().parse_args(
+        ["serve", "--config", str(conf), "--data-dir", str(tmp_path / "d")]
+    )
+    resolve(args, args.settings, {})
+    with pytest.raises(StartupError, match="port 9093 would be both zone zone-a's listener SSL"):
+        serve_configs(args)

@@ -7,6 +7,7 @@ WARNING while another client carries on."""
 
 from __future__ import annotations
 
+import datetime
 import socket
 import ssl
 import struct
@@ -19,15 +20,24 @@ import pytest
 import trustme
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient
+from kio.schema.alter_client_quotas.v1.request import (
+    AlterClientQuotasRequest,
+    EntityData,
+    EntryData,
+    OpData,
+)
 from kio.schema.api_versions.v0.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
+from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest as SaslHandshakeRequestV0
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+from kio.static.primitive import f64, i16, i32
 
 from tests.inprocess import InProcessNode
 from tests.kafka_raw import RawConnection
 from tests.node_harness import free_port_block
+from zonegate.records.build import build_batch
 
 pytestmark = pytest.mark.e2e
 
@@ -312,3 +322,57 @@ def test_a_session_not_renewed_is_closed_at_its_next_request(cluster: Cluster) -
     assert any(
         "expired" in line and " INFO " in line for line in cluster.node.log_text().splitlines()
     )
+
+
+def _authenticated(cluster: Cluster) -> RawConnection:
+    conn = _sasl_ssl(cluster)
+    assert conn.request(SaslHandshakeRequest(mechanism="PLAIN")).error_code == ErrorCode.none
+    answer = conn.request(SaslAuthenticateRequest(auth_bytes=b"\x00alice\x00alice-secret"))
+    assert answer.error_code == ErrorCode.none
+    return conn
+
+
+def _produce_throttle_ms(conn: RawConnection, topic: str, value: bytes) -> int:
+    batch = build_batch([(None, value, (), int(time.time() * 1000))])
+    data = TopicProduceData(
+        name=topic,  # type: ignore[arg-type]
+        partition_data=(PartitionProduceData(index=i32(0), records=batch),),
+    )
+    answer = conn.request(
+        ProduceRequest(
+            transactional_id=None,
+            acks=i16(-1),
+            timeout=datetime.timedelta(seconds=30),
+            topic_data=(data,),
+        )
+    )
+    assert answer.responses[0].partition_responses[0].error_code == ErrorCode.none
+    return int(answer.throttle_time.total_seconds() * 1000)
+
+
+def test_a_user_quota_holds_the_authenticated_user(cluster: Cluster) -> None:
+    _produce(cluster.conf("PLAINTEXT"), "quota-topic", 1)  # the topic exists
+    admin = RawConnection(cluster.port("PLAINTEXT"))
+    (entry,) = admin.request(
+        AlterClientQuotasRequest(
+            entries=(
+                EntryData(
+                    entity=(EntityData(entity_type="user", entity_name="alice"),),
+                    ops=(OpData(key="producer_byte_rate", value=f64(1024.0), remove=False),),
+                ),
+            ),
+            validate_only=False,
+        )
+    ).entries
+    assert entry.error_code == ErrorCode.none
+    value = b"x" * 64 * 1024  # 64 s of alice's 1 KiB/s
+    alice = _authenticated(cluster)
+    deadline = time.monotonic() + 15
+    while _produce_throttle_ms(alice, "quota-topic", value) == 0:  # the quota applies within
+        assert time.monotonic() < deadline, "alice was never throttled"  # its refresh
+        time.sleep(0.5)
+    alice.close()
+    anonymous = RawConnection(cluster.port("PLAINTEXT"))
+    assert _produce_throttle_ms(anonymous, "quota-topic", value) == 0  # User:ANONYMOUS is not alice
+    anonymous.close()
+    admin.close()
