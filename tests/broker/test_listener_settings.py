@@ -5,6 +5,8 @@ overrides; what cannot be honoured is refused at start by name, in one line."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -240,3 +242,28 @@ def test_serve_refuses_listeners_whose_zone_ports_collide(tmp_path: Path) -> Non
     resolve(args, args.settings, {})
     with pytest.raises(StartupError, match="port 9093 would be both zone zone-a's listener SSL"):
         serve_configs(args)
+
+
+def test_a_listener_whose_certificate_cannot_load_stops_the_node_with_one_line(
+    tmp_path: Path,
+) -> None:
+    conf = tmp_path / "server.properties"
+    conf.write_text(
+        "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0\n"
+        "ssl.keystore.type=PEM\n"
+        f"ssl.keystore.location={tmp_path / 'missing.pem'}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "zonegate", "node", "--config", str(conf)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0] == (
+        f"zonegate node: listener SSL: ssl.keystore.location '{tmp_path / 'missing.pem'}': "
+        "no such file"
+    )
