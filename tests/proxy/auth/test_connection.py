@@ -488,3 +488,65 @@ def test_reauthentication_at_most_once_a_second() -> None:
     _advance(s.clock, 0.5)
     assert auth.handshake(1, "PLAIN") == (ILLEGAL, ())  # KafkaApis' answer; stays open
     assert not auth.failed
+
+
+# -- the state table, walked whole ------------------------------------------------------
+
+
+def _in_state(state: State) -> tuple[ConnectionAuth, Setup]:
+    s = Setup(reauth_ms=10_000)
+    auth = s.conn()
+    if state == State.HANDSHAKE:
+        auth.admits(API_VERSIONS, 3)
+    elif state != State.HANDSHAKE_OR_VERSIONS:
+        _handshake(auth, "PLAIN")
+        if state == State.FAILED:
+            auth.authenticate(_plain("alice", "wrong"))
+        elif state != State.AUTHENTICATE:
+            auth.authenticate(_plain("alice", "alice-secret"))
+            if state == State.REAUTH_BAD_MECHANISM:
+                _advance(s.clock, 2)
+                _handshake(auth, "SCRAM-SHA-256")
+    assert auth.state == state
+    return auth, s
+
+
+SERVED, CLOSED, DELAYED, ILLEGAL_THEN_CLOSED = "served", "closed", "delayed", "illegal"
+_TABLE = {
+    # state: outcome for (ApiVersions, SaslHandshake, SaslAuthenticate, Metadata)
+    State.HANDSHAKE_OR_VERSIONS: (SERVED, SERVED, DELAYED, DELAYED),
+    State.HANDSHAKE: (CLOSED, SERVED, DELAYED, DELAYED),
+    State.AUTHENTICATE: (ILLEGAL_THEN_CLOSED, ILLEGAL_THEN_CLOSED, SERVED, ILLEGAL_THEN_CLOSED),
+    State.REAUTH_BAD_MECHANISM: (
+        ILLEGAL_THEN_CLOSED,
+        ILLEGAL_THEN_CLOSED,
+        SERVED,
+        ILLEGAL_THEN_CLOSED,
+    ),
+    State.COMPLETE: (SERVED, SERVED, SERVED, SERVED),
+    State.FAILED: (DELAYED, DELAYED, DELAYED, DELAYED),
+}
+
+
+@pytest.mark.parametrize("state", list(State))
+@pytest.mark.parametrize(
+    ("column", "api_key"),
+    [(0, API_VERSIONS), (1, SASL_HANDSHAKE), (2, SASL_AUTHENTICATE), (3, METADATA)],
+)
+def test_every_state_and_request(state: State, column: int, api_key: int) -> None:
+    auth, _ = _in_state(state)
+    d = auth.admits(api_key, 1)
+    outcome = (
+        SERVED
+        if d.serve
+        else ILLEGAL_THEN_CLOSED
+        if d.error_code == ILLEGAL and d.delay_ms == 100
+        else DELAYED
+        if d.delay_ms == 100 and d.error_code is None
+        else CLOSED
+        if d.delay_ms == 0
+        else "?"
+    )
+    assert outcome == _TABLE[state][column], d
+    if not d.serve:
+        assert auth.failed and d.reason
