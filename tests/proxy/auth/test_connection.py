@@ -123,6 +123,9 @@ def test_plain_failures_have_kafkas_messages(token: bytes, message: str) -> None
     assert auth.principal == "User:ANONYMOUS"
     decision = auth.admits(METADATA, 12)
     assert not decision.serve and decision.delay_ms == 100
+    assert auth.failure_log_line("/10.0.0.7:51234") == (
+        f"Failed authentication with /10.0.0.7:51234 (SASL mechanism PLAIN: {message})"
+    )
 
 
 # -- SCRAM ----------------------------------------------------------------------------
@@ -345,6 +348,9 @@ def test_unsupported_mechanism_lists_the_enabled_ones_and_fails() -> None:
     auth = Setup().conn()
     assert auth.handshake(1, "GSSAPI") == (ErrorCode.unsupported_sasl_mechanism.value, MECHS)
     assert auth.failed and auth.failure_delay_ms == 100
+    assert auth.failure_log_line("/1.2.3.4:5") == (
+        "Failed authentication with /1.2.3.4:5 (Unsupported SASL mechanism GSSAPI)"
+    )
 
 
 def test_plaintext_and_ssl_listeners_answer_illegal_sasl_state() -> None:
@@ -462,6 +468,7 @@ def test_reauthentication_may_not_change_the_principal() -> None:
     assert step.failed and step.error_message == (
         "Cannot change principals during re-authentication from User.alice: User.admin"
     )
+    assert auth.failure_log_line("p").startswith("Failed re-authentication with p (SASL")
 
 
 def test_reauthentication_may_not_change_the_mechanism() -> None:
