@@ -557,3 +557,16 @@ def test_every_state_and_request(state: State, column: int, api_key: int) -> Non
     assert outcome == _TABLE[state][column], d
     if not d.serve:
         assert auth.failed and d.reason
+
+
+def test_per_mechanism_reauth_ms_overrides_the_listeners() -> None:
+    s = Setup(reauth_ms=60_000, reauth_ms_by_mechanism={"PLAIN": 5_000})
+    auth = s.conn()
+    _handshake(auth, "PLAIN")
+    assert auth.authenticate(_plain("alice", "alice-secret")).session_lifetime_ms == 5_000
+    auth = s.conn()
+    _handshake(auth, "SCRAM-SHA-512")
+    client = scramp.ScramClient(["SCRAM-SHA-512"], "bob", "bob-pw")
+    first = auth.authenticate(client.get_client_first().encode())
+    client.set_server_first(first.reply.decode())
+    assert auth.authenticate(client.get_client_final().encode()).session_lifetime_ms == 60_000

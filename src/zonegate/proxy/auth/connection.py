@@ -389,7 +389,8 @@ class ConnectionAuth:
 
     def _session_lifetime_ms(self, credential_expiry_ms: int | None) -> int:
         """Kafka's calcCompletionTimesAndReturnSessionLifetimeMs."""
-        reauth = self.security.reauth_ms
+        assert self._mechanism is not None
+        reauth = self.security.reauth_ms_for(self._mechanism)
         now = self._clock.wall_ms()
         if credential_expiry_ms is None and reauth <= 0:
             self._session_expires_ms = None
