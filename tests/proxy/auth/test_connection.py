@@ -9,7 +9,7 @@ import pytest
 import scramp
 from kio.schema.errors import ErrorCode
 
-from tests.proxy.auth.conftest import ScramUsers, TokenIssuer, oauth_first, oauth_settings
+from tests.proxy.auth.sasl_clients import ScramUsers, TokenIssuer, oauth_first, oauth_settings
 from zonegate.proxy.auth import ConnectionAuth, JwksKeys, ListenerSecurity, State
 from zonegate.runtime.clock import ManualClock
 
