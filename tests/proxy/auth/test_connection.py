@@ -249,6 +249,10 @@ def test_oauthbearer_malformed_message_and_authzid() -> None:
     assert (step.error_code, step.error_message) == (FAILED, _generic("OAUTHBEARER"))
     auth = s.conn()
     _handshake(auth, "OAUTHBEARER")
+    step = auth.authenticate(b"n,,\x01auth=Basic YWxpY2U6cHc=\x01\x01")  # not a bearer token
+    assert (step.error_code, step.error_message) == (FAILED, _generic("OAUTHBEARER"))
+    auth = s.conn()
+    _handshake(auth, "OAUTHBEARER")
     step = auth.authenticate(oauth_first(s.issuer.token(s.clock.wall_ms()), authzid="bob"))
     assert step.error_message == (
         "Authentication failed: Client requested an authorization id (bob) that is "
