@@ -214,9 +214,11 @@ def test_oauthbearer_settings_reach_the_listener_security(tmp_path: Path) -> Non
         "sasl.oauthbearer.expected.audience=kafka,zonegate\n"
         "listener.name.sasl_plaintext.sasl.oauthbearer.expected.issuer=https://idp.example.com\n"
         "connections.max.reauth.ms=60000\n"
+        "listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms=30000\n"
         "connection.failed.authentication.delay.ms=250\n",
     )
     security = listener_security(c.kafka_listeners[0])
+    assert security.reauth_ms_for("OAUTHBEARER") == 30000
     assert security.oauth is not None
     assert security.oauth.jwks_endpoint_url == "https://idp.example.com/jwks"
     assert security.oauth.expected_audience == ("kafka", "zonegate")

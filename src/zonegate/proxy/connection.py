@@ -371,7 +371,7 @@ class KafkaConnection(SecuredConnection, asyncio.Protocol):
                 self._server.metrics_response_bytes(len(frame))
                 self._write(frame)
             if failed:
-                self._close_failed_authentication(response)
+                self._close_failed_authentication()
                 return
             if ctx is not None and ctx.throttle.ms > 0:
                 self._mute(ctx.throttle.ms)
