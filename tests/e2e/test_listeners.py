@@ -376,3 +376,73 @@ def test_a_user_quota_holds_the_authenticated_user(cluster: Cluster) -> None:
     assert _produce_throttle_ms(anonymous, "quota-topic", value) == 0  # User:ANONYMOUS is not alice
     anonymous.close()
     admin.close()
+
+
+def test_a_client_certificate_is_the_principal_its_rules_map_it_to(
+    tmp_path: Path, inprocess_factory: Callable[..., InProcessNode]
+) -> None:
+    ca = trustme.CA()
+    keystore, ca_file = tmp_path / "server.pem", tmp_path / "ca.pem"
+    ca.issue_cert("localhost", "127.0.0.1").private_key_and_cert_chain_pem.write_to_path(
+        str(keystore)
+    )
+    ca.cert_pem.write_to_path(str(ca_file))
+    base = free_port_block(2)
+    props = tmp_path / "mtls.properties"
+    props.write_text(
+        "ssl.keystore.type=PEM\n"
+        f"ssl.keystore.location={keystore}\n"
+        "ssl.truststore.type=PEM\n"
+        f"ssl.truststore.location={ca_file}\n"
+        "ssl.client.auth=required\n"
+        "ssl.principal.mapping.rules=RULE:^CN=([^,]+),.*$/$1/L,DEFAULT\n"
+        "zonegate.zones=zone-a\n"
+    )
+    node = inprocess_factory(
+        [
+            "--config",
+            str(props),
+            "--listen",
+            f"PLAINTEXT://127.0.0.1:{base},SSL://127.0.0.1:{base + 1}",
+        ]
+    )
+    _produce({"bootstrap.servers": f"127.0.0.1:{base}"}, "mtls-topic", 1)
+    admin = RawConnection(base)
+    (entry,) = admin.request(
+        AlterClientQuotasRequest(
+            entries=(
+                EntryData(
+                    entity=(EntityData(entity_type="user", entity_name="alice"),),
+                    ops=(OpData(key="producer_byte_rate", value=f64(1024.0), remove=False),),
+                ),
+            ),
+            validate_only=False,
+        )
+    ).entries
+    assert entry.error_code == ErrorCode.none
+    admin.close()
+
+    def connect(common_name: str | None) -> RawConnection:
+        conn = RawConnection(base + 1)
+        context = ssl.create_default_context(cafile=str(ca_file))
+        if common_name is not None:
+            ca.issue_cert(
+                f"{common_name.lower()}@example.com", common_name=common_name
+            ).configure_cert(context)
+        conn.sock = context.wrap_socket(conn.sock, server_hostname="localhost")
+        return conn
+
+    value = b"x" * 64 * 1024
+    alice = connect("Alice")  # CN=Alice,OU=... -> User:alice
+    deadline = time.monotonic() + 15
+    while _produce_throttle_ms(alice, "mtls-topic", value) == 0:
+        assert time.monotonic() < deadline, "User:alice was never throttled"
+        time.sleep(0.5)
+    alice.close()
+    bob = connect("Bob")
+    assert _produce_throttle_ms(bob, "mtls-topic", value) == 0  # User:bob has no quota
+    bob.close()
+    without = connect(None)  # ssl.client.auth=required: no certificate, no connection
+    with pytest.raises((ConnectionError, OSError)):
+        without.request(ApiVersionsRequest())
+    assert any("TLS failed" in line and "WARNING" in line for line in node.log_text().splitlines())
