@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from zonegate.broker.config import NodeConfig
 from zonegate.broker.config_file import UNSET, resolve
+from zonegate.broker.listeners import ListenerSpec, listeners_from_args
 from zonegate.broker.qos_flags import qos_from_args
 from zonegate.broker.settings import add_settings, node_fields
 from zonegate.broker.startup import StartupError, bind_failure, check_config, check_writable_dir
@@ -79,8 +80,13 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
             f"({4 * _HEARTBEAT_MS} ms): live nodes would be taken for dead"
         )
     try:
+        listeners = listeners_from_args(args)
+        first = listeners[0]
+        if listeners == (ListenerSpec("PLAINTEXT", "PLAINTEXT", first.host, first.port),):
+            listeners = ()  # the one PLAINTEXT listener of host:port: NodeConfig's default
         return NodeConfig(
             **node_fields(args.settings, args),
+            listeners=listeners,
             heartbeat_s=_HEARTBEAT_MS / 1000,
             qos=qos_from_args(args),
         )
@@ -136,18 +142,21 @@ def serve_configs(args: argparse.Namespace) -> list[NodeConfig]:
         raise StartupError(f"--zones must name distinct zones, got {args.zones!r}")
     configs = []
     for i, zone in enumerate(zones):
+        listeners = base.shifted(i)
         configs.append(
             dataclasses.replace(
                 base,
                 zone=zone,
                 node_id=base.node_id + i,
-                port=base.port + i if base.port else 0,
+                port=listeners[0].port,
+                listeners=listeners,
                 http_port=_serve_http_port(base, i),
                 data_dir=base.data_dir / f"node-{base.node_id + i}",
                 object_store_url=base.store_url,
                 metastore_url=base.meta_url,
             )
         )
+    _distinct_ports(configs)
     return configs
 
 
@@ -161,6 +170,24 @@ def _serve_http_port(base: NodeConfig, i: int) -> int:
     if base.http_port is not None:
         return base.http_port + i if base.http_port else 0
     return base.port + SERVE_HTTP_OFFSET + i if base.port else 0
+
+
+def _distinct_ports(configs: list[NodeConfig]) -> None:
+    """Zone i listens on each listener's PORT+i: listeners' ports closer than the number
+    of zones would collide (Kafka's 9092 and 9093 on three zones)."""
+    taken: dict[int, str] = {}
+    for c in configs:
+        for spec in c.kafka_listeners:
+            if not spec.port:
+                continue
+            what = f"zone {c.zone}'s listener {spec.name}"
+            if spec.port in taken:
+                raise StartupError(
+                    f"port {spec.port} would be both {taken[spec.port]} and {what} (zone i "
+                    f"listens on each port + i): space the listeners' ports at least "
+                    f"{len(configs)} apart"
+                )
+            taken[spec.port] = what
 
 
 def run_serve(args: argparse.Namespace) -> int:
