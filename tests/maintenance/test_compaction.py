@@ -227,3 +227,41 @@ def test_a_refused_swap_deletes_its_object_and_the_next_pass_replans(tmp_path: P
         await rig.meta.close()
 
     asyncio.run(run())
+
+
+def test_plan_cuts_a_retained_topics_objects_at_segment_boundaries() -> None:
+    """Deleting by time: objects hold whole segments, at most retention.ms / 32 of appends;
+    by size: they end at the first segment boundary past retention.bytes / 32."""
+    settings = CompactionSettings(stream_object_bytes=1 << 20, max_delay_ms=10_000)
+    tail = [_e(i * 10, 10, 100, 1_000 * i) for i in range(8)]  # one entry per second
+    old = 100_000
+    # A short retention: one object per 1 s segment.
+    short = Target(1, 1_000, 1 << 30, retention_ms=20_000)
+    assert [len(r) for r in plan(tail, old, short, settings)] == [1] * 8
+    # A long one with the same short segments: 4 s of segments per object, cut on the grid.
+    long = Target(1, 1_000, 1 << 30, retention_ms=128_000)
+    assert [len(r) for r in plan(tail, old, long, settings)] == [4, 4]
+    # Deleting by size: 250 bytes or more, then the next segment boundary.
+    by_size = Target(1, 1_000, 1 << 30, retention_bytes=32 * 250)
+    assert [len(r) for r in plan(tail, old, by_size, settings)] == [3, 3, 2]
+    # No retention: the size alone.
+    assert [len(r) for r in plan(tail, old, Target(1, 1_000, 1 << 30), settings)] == [8]
+
+
+def test_plan_leaves_a_short_retention_to_expire_in_the_wal_objects() -> None:
+    """retention.ms within the delay bound: retention drops the ranges from the WAL objects
+    in time; only full objects are written. Beyond it, or for a compacted topic, they are."""
+    settings = CompactionSettings(stream_object_bytes=1_000, max_delay_ms=60_000)
+    tail = [_e(i * 10, 10, 300, 1_000) for i in range(4)]
+    old = 1_000 + 60_000
+    assert [len(r) for r in plan(tail, old, Target(1, 1_000, 1 << 30, None, 60_000), settings)] == [
+        3
+    ]
+    assert [len(r) for r in plan(tail, old, Target(1, 1_000, 1 << 30, None, 60_001), settings)] == [
+        3,
+        1,
+    ]
+    from zonegate.storage.cleaner import CleanerConfig
+
+    compacted = Target(1, 1_000, 1 << 30, CleanerConfig(), 60_000)
+    assert [len(r) for r in plan(tail, old, compacted, settings)] == [3, 1]
