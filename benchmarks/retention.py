@@ -19,6 +19,9 @@ unnamed bytes of objects still named.
     python benchmarks/retention.py [--retention-s 20] [--periods 5] [--rate-mb 2]
         [--segment-s 1] [--retention-bytes N] [--compaction-max-delay-ms MS]
 
+After the run, the node restarts (cold caches) and a consumer reads the
+first topic from its log start: the GETs per MiB that took are printed.
+
 `--retention-bytes` deletes by size (retention.bytes per partition, retention.ms
 -1) instead of by time; `--compaction-max-delay-ms` sets the node's bound on
 data in WAL objects (with a retention.ms beyond it, compaction rewrites the
@@ -34,12 +37,13 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.node_harness import start_node  # noqa: E402
+from tests.node_harness import RunningNode, free_port_block, start_node  # noqa: E402
 from tests.s3_server import FAKE_AWS_ENV, MotoS3Server  # noqa: E402
 
 BUCKET = "zonegate-retention-bench"
@@ -57,6 +61,51 @@ def bucket_objects(client: object, prefix: str) -> dict[str, int]:
         for o in page.get("Contents", []):
             sizes[o["Key"].split("/", 1)[1]] = o["Size"]
     return sizes
+
+
+def fetch_gets(port: int) -> float:
+    """GETs the node made for Fetch (its /metrics), as benchmarks/storage.py counts them."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("zonegate_object_store_class_requests_total{")
+        and 'op="get"' in line
+        and ('io_class="tail_fetch"' in line or 'io_class="catch_up_fetch"' in line)
+    )
+
+
+def catch_up(node: RunningNode, http: int, topic: str, partitions: int) -> tuple[int, float]:
+    """A consumer reads the topic's partitions from their log start to their ends, on the
+    node restarted (cold caches): (bytes of values, GETs)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    node.stop()
+    node.restart()
+    c = Consumer(
+        {
+            "bootstrap.servers": node.bootstrap,
+            "group.id": "catch-up",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",  # the start may move on while it reads
+        }
+    )
+    parts = [TopicPartition(topic, p) for p in range(partitions)]
+    ends = {tp.partition: c.get_watermark_offsets(tp, timeout=30)[1] for tp in parts}
+    gets = fetch_gets(http)
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    left = {p for p, end in ends.items() if end > 0}
+    read = 0
+    deadline = time.monotonic() + 120
+    while left and time.monotonic() < deadline:
+        for m in c.consume(1000, 0.05):
+            if m.error() is None:
+                read += len(m.value() or b"")
+                if m.offset() + 1 >= ends[m.partition()]:
+                    left.discard(m.partition())
+    c.close()
+    return read, fetch_gets(http) - gets
 
 
 def store_figures(db_path: Path) -> tuple[dict[str, int], int]:
@@ -116,6 +165,7 @@ def main() -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     retention_ms = int(args.retention_s * 1000)
+    http = free_port_block(1)
     with tempfile.TemporaryDirectory() as tmp, MotoS3Server(default_bucket=BUCKET) as moto:
         node = start_node(
             Path(tmp) / "node",
@@ -134,6 +184,8 @@ def main() -> None:
                 "1000",
                 "--gc-orphan-grace-ms",
                 "5000",
+                "--http-port",
+                str(http),
                 *(
                     ["--compaction-max-delay-ms", str(args.compaction_max_delay_ms)]
                     if args.compaction_max_delay_ms is not None
@@ -185,6 +237,7 @@ def main() -> None:
                 time.sleep(max(0.0, start + (i / per_tick) * 0.01 - time.monotonic()))
             assert p.flush(60) == 0
             produced = i * len(payload)
+            read, gets = catch_up(node, http, topics[0], args.partitions)
         finally:
             node.stop()
     for period in range(args.periods):
@@ -207,6 +260,10 @@ def main() -> None:
                 f"{mib('unnamed_streams')} and partly named {mib('dead_streams')}"
             )
     print(f"produced MiB {produced / MIB:.1f} in {duration:.0f} s ({len(samples)} samples)")
+    print(
+        f"catch-up from the log start, cold caches: {read / MIB:.1f} MiB of "
+        f"{topics[0]} with {gets:.0f} GETs, {gets / max(read / MIB, 1e-9):.3f} GETs per MiB"
+    )
     last = [s for s in samples if s[0] >= (args.periods - 1) * args.retention_s]
     bucket = statistics.mean(s.bucket for s in last)
     retained = statistics.mean(s.named for s in last)

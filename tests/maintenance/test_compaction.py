@@ -249,19 +249,20 @@ def test_plan_cuts_a_retained_topics_objects_at_segment_boundaries() -> None:
 
 
 def test_plan_leaves_a_short_retention_to_expire_in_the_wal_objects() -> None:
-    """retention.ms within the delay bound: retention drops the ranges from the WAL objects
-    in time; only full objects are written. Beyond it, or for a compacted topic, they are."""
+    """The partition's oldest data kept is younger than the delay bound (its retention, by
+    time or size, keeps less): retention drops the ranges from the WAL objects in time;
+    only full objects are written. Older, or a compacted topic, or no retention: they are."""
     settings = CompactionSettings(stream_object_bytes=1_000, max_delay_ms=60_000)
     tail = [_e(i * 10, 10, 300, 1_000) for i in range(4)]
-    old = 1_000 + 60_000
-    assert [len(r) for r in plan(tail, old, Target(1, 1_000, 1 << 30, None, 60_000), settings)] == [
-        3
-    ]
-    assert [len(r) for r in plan(tail, old, Target(1, 1_000, 1 << 30, None, 60_001), settings)] == [
-        3,
-        1,
-    ]
+    now = 1_000 + 60_000
+    by_time = Target(1, 1_000, 1 << 30, None, 50_000)
+    by_size = Target(1, 1_000, 1 << 30, None, -1, 10_000)
+    for target in (by_time, by_size):
+        assert [len(r) for r in plan(tail, now, target, settings, now - 59_999)] == [3]
+        assert [len(r) for r in plan(tail, now, target, settings, now - 60_000)] == [3, 1]
     from zonegate.storage.cleaner import CleanerConfig
 
-    compacted = Target(1, 1_000, 1 << 30, CleanerConfig(), 60_000)
-    assert [len(r) for r in plan(tail, old, compacted, settings)] == [3, 1]
+    compacted = Target(1, 1_000, 1 << 30, CleanerConfig(), 50_000)
+    assert [len(r) for r in plan(tail, now, compacted, settings, now)] == [3, 1]
+    keeps_all = Target(1, 1_000, 1 << 30)
+    assert [len(r) for r in plan(tail, now, keeps_all, settings, now)] == [3, 1]

@@ -20,11 +20,14 @@ rewrites a prefix of it when:
   partition at one instant, so the WAL objects the partitions share are let
   go by all of them in the same pass.
 
-A delete-only topic whose `retention.ms` is at most `max_delay_ms` has its
-ranges dropped from the WAL objects by retention within the bound, so only
-full objects are written for it: a rewrite would keep its bytes twice for
-`log.segment.delete.delay.ms` (the WAL objects' and the stream objects'
-deletions each wait it), for data about to go anyway.
+A delete-only partition whose oldest data kept was appended less than
+`max_delay_ms` ago (its retention by time or size keeps less than that) has
+its ranges dropped from the WAL objects by retention within the bound, so
+only full objects are written for it: a rewrite would keep its bytes twice
+for `log.segment.delete.delay.ms` (the WAL objects' and the stream objects'
+deletions each wait it), for data about to go anyway. Nothing stays in a WAL
+object longer than `max_delay_ms` either way: the tail is never older than
+the oldest data kept.
 
 A topic deleting by time gets objects cut at segment boundaries, each holding
 at most `retention.ms` / `RETENTION_SHARE` of appends (`object_window_ms`):
@@ -117,8 +120,10 @@ def plan(
     now_ms: int,
     target: Target,
     settings: CompactionSettings,
+    head_append_ms: int | None = None,
 ) -> list[list[IndexEntry]]:
-    """The runs of the tail to rewrite now, each one stream object, in offset order."""
+    """The runs of the tail to rewrite now, each one stream object, in offset order.
+    `head_append_ms`: when the partition's oldest data kept was appended (None: unknown)."""
     if not tail:
         return []
     size_limit = max(1, min(settings.stream_object_bytes, target.segment_bytes))
@@ -156,10 +161,16 @@ def plan(
         run.append(e)
         size += e.length
     candidates.append((run, size >= size_limit))
-    # A delete-only topic whose retention.ms is within the delay bound: retention drops
-    # its ranges from the WAL objects in time, and a rewrite would only store them twice
-    # for log.segment.delete.delay.ms more (each deletion waits it).
-    expires_first = held and 0 <= target.retention_ms <= settings.max_delay_ms
+    # A delete-only partition keeping less than the delay bound: retention drops its
+    # ranges from the WAL objects in time, and a rewrite would only store them twice for
+    # log.segment.delete.delay.ms more (each deletion waits it).
+    deletes = target.retention_ms >= 0 or target.retention_bytes >= 0
+    expires_first = (
+        held
+        and deletes
+        and head_append_ms is not None
+        and now_ms - head_append_ms < settings.max_delay_ms
+    )
     too_old = waited(tail[0]) and not expires_first
     runs: list[list[IndexEntry]] = []
     for run, full in candidates:
@@ -228,7 +239,11 @@ class Compactor:
 
     async def _compact(self, target: Target, now_ms: int) -> None:
         epoch, tail = await self._changes.tail(target.stream_id)
-        for group in _swap_groups(plan(tail, now_ms, target, self._settings), self._settings):
+        head = (await self._changes.head(target.stream_id)).segments
+        # The start of the oldest segment's window: no later than its first append.
+        head_ms = head[0].window * max(target.segment_ms, 1) if head else None
+        runs = plan(tail, now_ms, target, self._settings, head_ms)
+        for group in _swap_groups(runs, self._settings):
             if not await self._rewrite(target, epoch, group):
                 return  # refused: the tail changed under us; the next pass replans
         if target.cleaning is not None:
