@@ -249,20 +249,23 @@ def test_plan_cuts_a_retained_topics_objects_at_segment_boundaries() -> None:
 
 
 def test_plan_leaves_a_short_retention_to_expire_in_the_wal_objects() -> None:
-    """The partition's oldest data kept is younger than the delay bound (its retention, by
-    time or size, keeps less): retention drops the ranges from the WAL objects in time;
-    only full objects are written. Older, or a compacted topic, or no retention: they are."""
+    """Retention keeps less than the delay bound (retention.ms within it, or the partition
+    at its retention.bytes with its oldest data younger than it): retention drops the
+    ranges from the WAL objects in time; only full objects are written. Otherwise, or for
+    a compacted topic, they are."""
     settings = CompactionSettings(stream_object_bytes=1_000, max_delay_ms=60_000)
     tail = [_e(i * 10, 10, 300, 1_000) for i in range(4)]
     now = 1_000 + 60_000
-    by_time = Target(1, 1_000, 1 << 30, None, 50_000)
+    assert [len(r) for r in plan(tail, now, Target(1, 1_000, 1 << 30, None, 60_000), settings)] == [
+        3
+    ]
+    long = Target(1, 1_000, 1 << 30, None, 60_001)
+    assert [len(r) for r in plan(tail, now, long, settings, now, 1 << 30)] == [3, 1]
     by_size = Target(1, 1_000, 1 << 30, None, -1, 10_000)
-    for target in (by_time, by_size):
-        assert [len(r) for r in plan(tail, now, target, settings, now - 59_999)] == [3]
-        assert [len(r) for r in plan(tail, now, target, settings, now - 60_000)] == [3, 1]
+    assert [len(r) for r in plan(tail, now, by_size, settings, now - 59_999, 10_000)] == [3]
+    assert [len(r) for r in plan(tail, now, by_size, settings, now - 60_000, 10_000)] == [3, 1]
+    assert [len(r) for r in plan(tail, now, by_size, settings, now, 9_999)] == [3, 1]  # young
     from zonegate.storage.cleaner import CleanerConfig
 
     compacted = Target(1, 1_000, 1 << 30, CleanerConfig(), 50_000)
     assert [len(r) for r in plan(tail, now, compacted, settings, now)] == [3, 1]
-    keeps_all = Target(1, 1_000, 1 << 30)
-    assert [len(r) for r in plan(tail, now, keeps_all, settings, now)] == [3, 1]

@@ -20,9 +20,10 @@ rewrites a prefix of it when:
   partition at one instant, so the WAL objects the partitions share are let
   go by all of them in the same pass.
 
-A delete-only partition whose oldest data kept was appended less than
-`max_delay_ms` ago (its retention by time or size keeps less than that) has
-its ranges dropped from the WAL objects by retention within the bound, so
+A delete-only partition whose retention keeps less than `max_delay_ms` of
+appends (`retention.ms` within it, or the partition at its `retention.bytes`
+with its oldest data appended less than that ago) has its ranges dropped
+from the WAL objects by retention within the bound, so
 only full objects are written for it: a rewrite would keep its bytes twice
 for `log.segment.delete.delay.ms` (the WAL objects' and the stream objects'
 deletions each wait it), for data about to go anyway. Nothing stays in a WAL
@@ -121,9 +122,11 @@ def plan(
     target: Target,
     settings: CompactionSettings,
     head_append_ms: int | None = None,
+    kept_bytes: int = 0,
 ) -> list[list[IndexEntry]]:
     """The runs of the tail to rewrite now, each one stream object, in offset order.
-    `head_append_ms`: when the partition's oldest data kept was appended (None: unknown)."""
+    `head_append_ms`: when the partition's oldest data kept was appended (None: unknown);
+    `kept_bytes`: the bytes it keeps."""
     if not tail:
         return []
     size_limit = max(1, min(settings.stream_object_bytes, target.segment_bytes))
@@ -164,13 +167,13 @@ def plan(
     # A delete-only partition keeping less than the delay bound: retention drops its
     # ranges from the WAL objects in time, and a rewrite would only store them twice for
     # log.segment.delete.delay.ms more (each deletion waits it).
-    deletes = target.retention_ms >= 0 or target.retention_bytes >= 0
-    expires_first = (
-        held
-        and deletes
+    by_time = 0 <= target.retention_ms <= settings.max_delay_ms
+    by_size = (  # at its size limit, and its oldest data younger than the bound
+        0 <= target.retention_bytes <= kept_bytes
         and head_append_ms is not None
         and now_ms - head_append_ms < settings.max_delay_ms
     )
+    expires_first = held and (by_time or by_size)
     too_old = waited(tail[0]) and not expires_first
     runs: list[list[IndexEntry]] = []
     for run, full in candidates:
@@ -242,7 +245,8 @@ class Compactor:
         head = (await self._changes.head(target.stream_id)).segments
         # The start of the oldest segment's window: no later than its first append.
         head_ms = head[0].window * max(target.segment_ms, 1) if head else None
-        runs = plan(tail, now_ms, target, self._settings, head_ms)
+        kept = sum(s.bytes for s in head)
+        runs = plan(tail, now_ms, target, self._settings, head_ms, kept)
         for group in _swap_groups(runs, self._settings):
             if not await self._rewrite(target, epoch, group):
                 return  # refused: the tail changed under us; the next pass replans
