@@ -227,3 +227,45 @@ def test_a_refused_swap_deletes_its_object_and_the_next_pass_replans(tmp_path: P
         await rig.meta.close()
 
     asyncio.run(run())
+
+
+def test_plan_cuts_a_retained_topics_objects_at_segment_boundaries() -> None:
+    """Deleting by time: objects hold whole segments, at most retention.ms / 32 of appends;
+    by size: they end at the first segment boundary past retention.bytes / 32."""
+    settings = CompactionSettings(stream_object_bytes=1 << 20, max_delay_ms=10_000)
+    tail = [_e(i * 10, 10, 100, 1_000 * i) for i in range(8)]  # one entry per second
+    old = 100_000
+    # A short retention: one object per 1 s segment.
+    short = Target(1, 1_000, 1 << 30, retention_ms=20_000)
+    assert [len(r) for r in plan(tail, old, short, settings)] == [1] * 8
+    # A long one with the same short segments: 4 s of segments per object, cut on the grid.
+    long = Target(1, 1_000, 1 << 30, retention_ms=128_000)
+    assert [len(r) for r in plan(tail, old, long, settings)] == [4, 4]
+    # Deleting by size: 250 bytes or more, then the next segment boundary.
+    by_size = Target(1, 1_000, 1 << 30, retention_bytes=32 * 250)
+    assert [len(r) for r in plan(tail, old, by_size, settings)] == [3, 3, 2]
+    # No retention: the size alone.
+    assert [len(r) for r in plan(tail, old, Target(1, 1_000, 1 << 30), settings)] == [8]
+
+
+def test_plan_leaves_a_short_retention_to_expire_in_the_wal_objects() -> None:
+    """Retention keeps less than the delay bound (retention.ms within it, or the partition
+    at its retention.bytes with its oldest data younger than it): retention drops the
+    ranges from the WAL objects in time; only full objects are written. Otherwise, or for
+    a compacted topic, they are."""
+    settings = CompactionSettings(stream_object_bytes=1_000, max_delay_ms=60_000)
+    tail = [_e(i * 10, 10, 300, 1_000) for i in range(4)]
+    now = 1_000 + 60_000
+    assert [len(r) for r in plan(tail, now, Target(1, 1_000, 1 << 30, None, 60_000), settings)] == [
+        3
+    ]
+    long = Target(1, 1_000, 1 << 30, None, 60_001)
+    assert [len(r) for r in plan(tail, now, long, settings, now, 1 << 30)] == [3, 1]
+    by_size = Target(1, 1_000, 1 << 30, None, -1, 10_000)
+    assert [len(r) for r in plan(tail, now, by_size, settings, now - 59_999, 10_000)] == [3]
+    assert [len(r) for r in plan(tail, now, by_size, settings, now - 60_000, 10_000)] == [3, 1]
+    assert [len(r) for r in plan(tail, now, by_size, settings, now, 9_999)] == [3, 1]  # young
+    from zonegate.storage.cleaner import CleanerConfig
+
+    compacted = Target(1, 1_000, 1 << 30, CleanerConfig(), 50_000)
+    assert [len(r) for r in plan(tail, now, compacted, settings, now)] == [3, 1]

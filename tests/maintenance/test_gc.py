@@ -224,3 +224,35 @@ def test_a_pass_interrupted_around_its_deletes_is_finished_by_the_next(
         await meta.close()
 
     _run(body())
+
+
+def test_a_stream_object_seen_named_goes_after_the_delete_delay_alone(tmp_path: Path) -> None:
+    """Split by retention or written by compaction moments ago: once a pass saw it named,
+    an unreferenced stream object waits its delete delay, not the orphan grace; a WAL
+    object, and a stream object no pass saw named, still wait the orphan grace."""
+
+    async def body() -> None:
+        clock = ManualClock()
+        store = DatedStore(clock)
+        meta = SqliteMetaStore(str(tmp_path / "m.db"))
+        sid = (await meta.create_topic("t", {}, [1])).partitions[0].stream_id
+        for name in ("streams/1/seen", "streams/1/unseen", "wal/1/w"):
+            await store.put(name, b"x" * 10)
+        entries = (
+            IndexEntry(0, 0, "streams/1/seen", 0, 10, 0),
+            IndexEntry(1, 1, "wal/1/w", 0, 10, 0),
+        )
+        await meta.commit_appends([PartitionCommit(sid, 0, 2, entries, ())])
+        gc = ObjectGc(store, meta, clock, GcSettings(GRACE, ORPHAN))
+        await gc.run_once()  # sees "seen" and the WAL object named
+        await meta.truncate_head(sid, 0, 2)
+        await gc.run_once()
+        await clock.advance(GRACE / 1000)
+        await gc.run_once()
+        assert store.deleted == ["streams/1/seen"]
+        await clock.advance((ORPHAN - GRACE) / 1000)
+        await gc.run_once()
+        assert sorted(store.deleted) == ["streams/1/seen", "streams/1/unseen", "wal/1/w"]
+        await meta.close()
+
+    _run(body())

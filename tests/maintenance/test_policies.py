@@ -142,3 +142,20 @@ def test_gc_waits_each_topics_file_delete_delay() -> None:
     assert len(decide(units, set(), pending, NOW + 300_000, _GC, delays).due) == 3
     # No topics: every unit waits the node's own delay.
     assert LedPartitions(_Catalog(), 1).file_delete_delays(60_000).of("wal/a") == 60_000
+
+
+def test_gc_lets_a_stream_object_seen_named_go_without_the_orphan_grace() -> None:
+    """A stream object has one commit (its swap): seen named once, nothing of it is pending,
+    and once unreferenced it waits only the unreferenced grace; a WAL object (many
+    partitions' commits) and a stream object never seen named wait the orphan grace."""
+    young = NOW - 1_000
+    units = {
+        "streams/1/a": _Unit(None, 10, young),
+        "streams/1/b": _Unit(None, 10, young),
+        "wal/n/c": _Unit(None, 10, young),
+    }
+    pending = {k: (NOW - 60_000, 10) for k in units}
+    committed = {"streams/1/a", "wal/n/c"}
+    d = decide(units, set(), pending, NOW, _GC, None, committed)
+    assert d.due == ["streams/1/a", "wal/n/c"]  # the caller names only stream objects
+    assert decide(units, set(), pending, NOW, _GC).due == []

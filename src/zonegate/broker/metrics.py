@@ -422,6 +422,18 @@ def _storage_metrics(node: Node, node_id: str) -> Iterator[CounterMetricFamily |
             ret.bytes_deleted,
             CounterMetricFamily,
         ),
+        (
+            "zonegate_retention_split_objects",
+            "Stream objects at a partition's head split by segment once retention cut into them",
+            jobs.splitter.stats.objects_split,
+            CounterMetricFamily,
+        ),
+        (
+            "zonegate_retention_split_bytes",
+            "Bytes rewritten splitting stream objects at partitions' heads",
+            jobs.splitter.stats.bytes_rewritten,
+            CounterMetricFamily,
+        ),
     ):
         metric = family(name, help_text, labels=["node"])
         metric.add_metric([node_id], value)

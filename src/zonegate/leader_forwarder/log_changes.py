@@ -6,7 +6,8 @@ leader's memory follows: moving the log start (DeleteRecords, and retention
 when the storage jobs decide it: maintenance/retention.py), and swapping index
 entries for their rewrite (compaction and key-based cleaning:
 maintenance/compaction.py, maintenance/cleaning.py). The views (the head's
-segments, the tail, every entry for cleaning) are what the jobs' pure
+segments, the object at the head for splitting, the tail, every entry for
+cleaning) are what the jobs' pure
 policies read; the leader decides nothing here but whether it still leads.
 """
 
@@ -21,6 +22,7 @@ from zonegate.leader_forwarder.partitions import PartitionState, PartitionStates
 from zonegate.runtime.crash import crash_point
 from zonegate.storage.index import IndexEntry, LeaderEpochFenced, StreamStore, UnknownStream
 from zonegate.storage.segments import Segment
+from zonegate.storage.stream_objects import stream_object_offsets
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,25 @@ class LogChanges:
             p.high_watermark,
             tuple(p.summary.segments),
         )
+
+    async def head_object(
+        self, stream_id: int
+    ) -> tuple[int, list[IndexEntry], tuple[Segment, ...]]:
+        """What splitting at the head decides on (maintenance/splitting.py): (leader epoch,
+        the entries of the object holding the log start, from it on, the segments)."""
+        p = await self._partitions.get(stream_id)
+        epoch, segments = p.leader_epoch, tuple(p.summary.segments)
+        first = await self._meta.read_entries(stream_id, p.log_start_offset, limit=1)
+        if not first:
+            return epoch, [], segments
+        key = first[0].object_key
+        span = stream_object_offsets(key)
+        if span is None:  # a WAL object: one entry of this partition
+            return epoch, first, segments
+        rows = await self._meta.read_entries(
+            stream_id, first[0].base_offset, to_offset=span[1], limit=1 << 30
+        )
+        return epoch, [e for e in rows if e.object_key == key], segments
 
     async def truncate(self, stream_id: int, leader_epoch: int, offset: int) -> bool:
         """Moves the log start up to `offset` (at most the high watermark of a `head`

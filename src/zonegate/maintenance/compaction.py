@@ -10,7 +10,32 @@ rewrites a prefix of it when:
   `segment.bytes`): that much becomes one stream object; or
 - its oldest entry was appended longer ago than min(`segment.ms`,
   `max_delay_ms`): the whole tail is written, in objects of at most
-  `stream_object_bytes`.
+  `stream_object_bytes`. For a topic that is not cleaned by key, that delay
+  is at least `wal_hold_ms` (the GC's orphan grace, within `max_delay_ms`),
+  and only the entries that waited it are written: a WAL object cannot be
+  deleted sooner since its upload, so a range rewritten earlier would be
+  stored twice until then, and a short `segment.ms` would make many small
+  stream objects for nothing (retention frees stream objects segment by
+  segment anyway: maintenance/splitting.py). One pass decides every
+  partition at one instant, so the WAL objects the partitions share are let
+  go by all of them in the same pass.
+
+A delete-only partition whose retention keeps less than `max_delay_ms` of
+appends (`retention.ms` within it, or the partition at its `retention.bytes`
+with its oldest data appended less than that ago) has its ranges dropped
+from the WAL objects by retention within the bound, so
+only full objects are written for it: a rewrite would keep its bytes twice
+for `log.segment.delete.delay.ms` (the WAL objects' and the stream objects'
+deletions each wait it), for data about to go anyway. Nothing stays in a WAL
+object longer than `max_delay_ms` either way: the tail is never older than
+the oldest data kept.
+
+A topic deleting by time gets objects cut at segment boundaries, each holding
+at most `retention.ms` / `RETENTION_SHARE` of appends (`object_window_ms`):
+a short retention gets one object per segment, as Kafka's segment rule
+frees them; a long one with a short `segment.ms` still gets large objects.
+One deleting by size gets objects ending at the first segment boundary past
+`retention.bytes` / `RETENTION_SHARE`.
 
 Steps for one object: read the entries' bytes (GETs coalesced per WAL
 object, the log cache first), build the object and its chunk entries
@@ -32,6 +57,7 @@ docs/storage.md, "Compaction: WAL ranges into stream objects", has the design.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -44,18 +70,23 @@ from zonegate.runtime.crash import crash_point
 from zonegate.runtime.io_class import io_class, s3_purpose
 from zonegate.storage.index import IndexEntry, UnknownStream
 from zonegate.storage.objects import ObjectStore
-from zonegate.storage.stream_objects import build_stream_object
+from zonegate.storage.stream_objects import StreamObject, build_stream_object
 
 log = logging.getLogger(__name__)
 
 STREAM_OBJECT_BYTES = 16 * 1024 * 1024
 MAX_DELAY_MS = 540_000  # 9 minutes: with a pass's interval and work, under 10
+# A stream object of a topic deleting by time spans at most this share of retention.ms
+# (whole segments): the bucket's excess over what retention keeps stays a small share of
+# it until the head split (maintenance/splitting.py) frees even that segment by segment.
+RETENTION_SHARE = 32
 
 
 @dataclass(frozen=True)
 class CompactionSettings:
     stream_object_bytes: int = STREAM_OBJECT_BYTES  # --stream-object-bytes
     max_delay_ms: int = MAX_DELAY_MS  # --compaction-max-delay-ms
+    wal_hold_ms: int = 0  # --gc-orphan-grace-ms: WAL objects live that long anyway
 
 
 @dataclass
@@ -73,29 +104,90 @@ class CompactionStats:
     per_partition: dict[int, int] = field(default_factory=dict)  # stream id -> tail bytes
 
 
+def object_window_ms(target: Target) -> int:
+    """How long a span of appends one stream object of the partition may hold: 0 (only
+    its size bounds it) unless its topic deletes by time; then a whole number of its
+    segments, as many as fit in `retention.ms` / `RETENTION_SHARE` (one at least).
+    Objects are cut where appends enter another window of that length on the clock:
+    segment boundaries, since segment windows start at multiples of `segment.ms` too."""
+    if target.retention_ms < 0:
+        return 0
+    seg = max(target.segment_ms, 1)
+    return seg * max(1, target.retention_ms // RETENTION_SHARE // seg)
+
+
 def plan(
     tail: Sequence[IndexEntry],
     now_ms: int,
     target: Target,
     settings: CompactionSettings,
+    head_append_ms: int | None = None,
+    kept_bytes: int = 0,
 ) -> list[list[IndexEntry]]:
-    """The runs of the tail to rewrite now, each one stream object, in offset order."""
+    """The runs of the tail to rewrite now, each one stream object, in offset order.
+    `head_append_ms`: when the partition's oldest data kept was appended (None: unknown);
+    `kept_bytes`: the bytes it keeps."""
     if not tail:
         return []
     size_limit = max(1, min(settings.stream_object_bytes, target.segment_bytes))
-    delay = min(target.segment_ms, settings.max_delay_ms)
-    too_old = now_ms - (tail[0].append_ms or 0) >= delay
-    runs: list[list[IndexEntry]] = []
+    delay = target.segment_ms
+    held = target.cleaning is None  # a compacted topic's cleaning waits for its ranges
+    if held:
+        delay = max(delay, settings.wal_hold_ms)
+    delay = min(delay, settings.max_delay_ms)
+    window = object_window_ms(target)
+    # By size: a run ends at the first segment boundary once it holds this share.
+    share = target.retention_bytes // RETENTION_SHARE if target.retention_bytes >= 0 else None
+    seg = max(target.segment_ms, 1)
+
+    def waited(e: IndexEntry) -> bool:
+        return now_ms - (e.append_ms or 0) >= delay
+
+    def window_of(e: IndexEntry, span: int) -> int:
+        return (e.append_ms or e.max_timestamp) // span if span else 0
+
+    def boundary(run: list[IndexEntry], size: int, e: IndexEntry) -> bool:
+        if window_of(e, window) != window_of(run[0], window):
+            return True
+        return share is not None and size >= share and window_of(e, seg) != window_of(run[-1], seg)
+
+    # Candidate objects: cut where the next entry would not fit (full) or at a boundary
+    # above (not full: written once it waited, like the tail's end).
+    candidates: list[tuple[list[IndexEntry], bool]] = []
     run: list[IndexEntry] = []
     size = 0
     for e in tail:
-        if run and size + e.length > size_limit:
-            runs.append(run)  # full: the next entry does not fit
+        overflow = size + e.length > size_limit
+        if run and (overflow or boundary(run, size, e)):
+            candidates.append((run, overflow))
             run, size = [], 0
         run.append(e)
         size += e.length
-    if run and (too_old or size >= size_limit):
-        runs.append(run)
+    candidates.append((run, size >= size_limit))
+    # A delete-only partition keeping less than the delay bound: retention drops its
+    # ranges from the WAL objects in time, and a rewrite would only store them twice for
+    # log.segment.delete.delay.ms more (each deletion waits it).
+    by_time = 0 <= target.retention_ms <= settings.max_delay_ms
+    by_size = (  # at its size limit, and its oldest data younger than the bound
+        0 <= target.retention_bytes <= kept_bytes
+        and head_append_ms is not None
+        and now_ms - head_append_ms < settings.max_delay_ms
+    )
+    expires_first = held and (by_time or by_size)
+    too_old = waited(tail[0]) and not expires_first
+    runs: list[list[IndexEntry]] = []
+    for run, full in candidates:
+        if full:
+            runs.append(run)
+            continue
+        if not too_old:
+            break
+        # Held: only what waited (entries are appended in offset order, so a prefix).
+        ripe = list(itertools.takewhile(waited, run)) if held else run
+        if ripe:
+            runs.append(ripe)
+        if len(ripe) < len(run):
+            break  # in offset order: nothing after an entry left in the tail
     return runs
 
 
@@ -108,7 +200,9 @@ class Compactor:
         targets: Callable[[], list[Target]],
         clock: Clock,
         settings: CompactionSettings | None = None,
+        on_rewritten: Callable[[], None] | None = None,
     ) -> None:
+        self._on_rewritten = on_rewritten  # WAL ranges went: object GC may reclaim
         self._changes = changes
         self._store = store
         self._read = read
@@ -121,10 +215,12 @@ class Compactor:
     async def run_once(self) -> None:
         backlog: dict[int, int] = {}
         oldest = 0
+        now = self._clock.wall_ms()  # one instant for every partition of the pass
+        written = self.stats.objects_written
         with io_class("compaction"):
             for target in self._targets():
                 try:
-                    await self._compact(target)
+                    await self._compact(target, now)
                     _, tail = await self._changes.tail(target.stream_id)
                 except UnknownStream:
                     continue  # deleted meanwhile
@@ -141,11 +237,18 @@ class Compactor:
         self.stats.backlog_bytes = sum(backlog.values())
         self.stats.oldest_ms = oldest
         self.stats.passes += 1  # counted once done, with the figures above as of it
+        if self.stats.objects_written > written and self._on_rewritten is not None:
+            self._on_rewritten()
 
-    async def _compact(self, target: Target) -> None:
+    async def _compact(self, target: Target, now_ms: int) -> None:
         epoch, tail = await self._changes.tail(target.stream_id)
-        for run in plan(tail, self._clock.wall_ms(), target, self._settings):
-            if not await self._rewrite(target, epoch, run):
+        head = (await self._changes.head(target.stream_id)).segments
+        # The start of the oldest segment's window: no later than its first append.
+        head_ms = head[0].window * max(target.segment_ms, 1) if head else None
+        kept = sum(s.bytes for s in head)
+        runs = plan(tail, now_ms, target, self._settings, head_ms, kept)
+        for group in _swap_groups(runs, self._settings):
+            if not await self._rewrite(target, epoch, group):
                 return  # refused: the tail changed under us; the next pass replans
         if target.cleaning is not None:
             with s3_purpose("cleaning"):
@@ -160,43 +263,66 @@ class Compactor:
                     totals=self.cleaning,
                 )
 
-    async def _rewrite(self, target: Target, epoch: int, run: list[IndexEntry]) -> bool:
+    async def _rewrite(self, target: Target, epoch: int, runs: list[list[IndexEntry]]) -> bool:
+        """Writes each run as a stream object, and swaps them all in at once."""
         started = self._clock.monotonic()
-        blobs = await self._read(run)
-        obj = await asyncio.to_thread(
-            build_stream_object,
-            target.stream_id,
-            epoch,
-            list(zip(run, blobs, strict=True)),
-            segment_ms=target.segment_ms,
+        old = [e for run in runs for e in run]
+        blobs = iter(await self._read(old))
+        parts = [[(e, next(blobs)) for e in run] for run in runs]
+        objs = await asyncio.to_thread(
+            _build_objects, target.stream_id, epoch, parts, target.segment_ms
         )
-        del blobs
-        await self._store.put(obj.key, obj.data)
+        del blobs, parts
+        await asyncio.gather(*(self._store.put(obj.key, obj.data) for obj in objs))
         crash_point("compaction:after-upload")
-        swapped = await self._changes.swap(target.stream_id, epoch, run, obj.entries)
+        new = [e for obj in objs for e in obj.entries]
+        swapped = await self._changes.swap(target.stream_id, epoch, old, new)
         self.stats.seconds_busy += self._clock.monotonic() - started
         if not swapped:
             self.stats.swaps_refused += 1
             log.info(
                 "compaction of stream %d offsets %d-%d refused (range changed or leader "
-                "moved); its object goes",
+                "moved); its objects go",
                 target.stream_id,
-                run[0].base_offset,
-                run[-1].last_offset,
+                old[0].base_offset,
+                old[-1].last_offset,
             )
-            await self._store.delete_many([obj.key])
+            await self._store.delete_many([obj.key for obj in objs])
             return False
-        self.stats.objects_written += 1
-        self.stats.bytes_compacted += len(obj.data)
-        self.stats.entries_replaced += len(run)
+        self.stats.objects_written += len(objs)
+        self.stats.bytes_compacted += sum(len(obj.data) for obj in objs)
+        self.stats.entries_replaced += len(old)
         log.debug(
-            "stream %d offsets %d-%d: %d entries into %s (%d bytes, %d chunks)",
+            "stream %d offsets %d-%d: %d entries into %d objects from %s",
             target.stream_id,
-            run[0].base_offset,
-            run[-1].last_offset,
-            len(run),
-            obj.key,
-            len(obj.data),
-            len(obj.entries),
+            old[0].base_offset,
+            old[-1].last_offset,
+            len(old),
+            len(objs),
+            objs[0].key,
         )
         return True
+
+
+def _build_objects(
+    stream_id: int, epoch: int, parts: list[list[tuple[IndexEntry, bytes]]], segment_ms: int
+) -> list[StreamObject]:
+    return [build_stream_object(stream_id, epoch, p, segment_ms=segment_ms) for p in parts]
+
+
+def _swap_groups(
+    runs: list[list[IndexEntry]], settings: CompactionSettings
+) -> list[list[list[IndexEntry]]]:
+    """Consecutive runs swapped together, at most `stream_object_bytes` of them (one run
+    at least): many small objects (a short segment.ms) cost one metadata transaction,
+    and a partition's WAL ranges go at once rather than object by object."""
+    groups: list[list[list[IndexEntry]]] = []
+    size = 0
+    for run in runs:
+        n = sum(e.length for e in run)
+        if not groups or size + n > settings.stream_object_bytes:
+            groups.append([])
+            size = 0
+        groups[-1].append(run)
+        size += n
+    return groups

@@ -11,6 +11,16 @@ records older than their retention go too. Objects are deleted before their
 pending rows, so a crash anywhere leaves work the next pass finishes and
 nothing half done. docs/storage.md has the design and why the graces are safe.
 
+The orphan grace covers a commit that may still come. A stream object has one
+commit, the swap that named it (its partition's leader writes it, then swaps
+it in): once a pass has seen it named, no commit of it is pending, and when
+no entry names it any more it waits only its unreferenced grace, however
+recently it was uploaded (splitting at the head writes objects that expire
+seconds later: maintenance/splitting.py). A WAL object holds many
+partitions, committed by their leaders one by one: it always waits the
+orphan grace. What a pass saw named is kept in memory (a new controller
+starts afresh, and waits the orphan grace: later, never sooner).
+
 The unreferenced grace is Kafka's `file.delete.delay.ms`, per topic (`GcDelays`):
 a stream object holds one partition, so it waits its topic's delay; a WAL
 object mixes topics and no longer says which once unreferenced, so it waits
@@ -26,7 +36,7 @@ from __future__ import annotations
 import datetime
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 
 from zonegate.runtime.clock import Clock
@@ -106,10 +116,12 @@ def decide(
     now: int,
     settings: GcSettings,
     delays: GcDelays | None = None,
+    committed: Set[str] = frozenset(),
 ) -> GcDecision:
     """Which units go now: unreferenced for their grace (`delays`, else
     `unreferenced_grace_ms`; since their pending row's first sighting, or now) and
-    uploaded `orphan_grace_ms` ago."""
+    uploaded `orphan_grace_ms` ago, unless `committed` (stream objects an earlier pass
+    saw named: their one commit is done)."""
     s = settings
     add: dict[str, tuple[int, int]] = {}
     due: list[str] = []
@@ -121,7 +133,9 @@ def decide(
         if name not in pending:
             add[name] = (now, u.size)
         grace = s.unreferenced_grace_ms if delays is None else delays.of(name)
-        due_at = max(first_seen + grace, u.modified_ms + s.orphan_grace_ms)
+        due_at = first_seen + grace
+        if name not in committed:
+            due_at = max(due_at, u.modified_ms + s.orphan_grace_ms)
         if due_at <= now:
             due.append(name)
         else:
@@ -161,6 +175,9 @@ class ObjectGc:
         # When (wall ms) the next unit waiting out a grace becomes due, as of the last
         # pass: the node runs the next pass then, not a whole interval later.
         self.next_due_ms: int | None = None
+        # Stream objects a pass saw named, uploaded within the orphan grace (older ones
+        # need no exception): unit -> upload ms.
+        self._named_streams: dict[str, int] = {}
 
     async def run_once(self) -> None:
         # The lowest class: it never holds a client back.
@@ -187,7 +204,8 @@ class ObjectGc:
         delays = None
         if self._delays is not None:
             delays = self._delays(self._settings.unreferenced_grace_ms)
-        decision = decide(units, referenced, pending, now, self._settings, delays)
+        committed = self._committed_streams(units, referenced, now)
+        decision = decide(units, referenced, pending, now, self._settings, delays, committed)
         due, add, stale = decision.due, decision.add, decision.stale
         self.next_due_ms = decision.next_due_ms
         if due:
@@ -214,6 +232,20 @@ class ObjectGc:
         if due:
             log.info("object GC deleted %d objects (%d bytes)", len(due), deleted_bytes)
         await self._expire_usage(now)
+
+    def _committed_streams(
+        self, units: Mapping[str, _Unit], referenced: set[str], now: int
+    ) -> set[str]:
+        """The unreferenced stream objects an earlier pass saw named; remembers those and
+        the named ones while they are listed and within the orphan grace of their upload."""
+        committed = {n for n in self._named_streams if n in units and n not in referenced}
+        young = now - self._settings.orphan_grace_ms
+        self._named_streams = {
+            n: units[n].modified_ms
+            for n in (*referenced, *committed)
+            if n.startswith(STREAMS_PREFIX) and units[n].modified_ms > young
+        }
+        return committed
 
     def next_pass_in(self) -> float | None:
         """Seconds until the next unit waiting out a grace is due (None: none waits)."""

@@ -3,12 +3,15 @@
 Retention and compaction (with cleaning) run on every node, for the
 partitions it leads; object GC runs on the node holding the controller lease,
 every `gc_interval_s`, at once when this node let go of data (retention, a
-deleted topic), and when the first unit waiting out a grace becomes due.
+deleted topic, compaction), and when the first unit waiting out a grace becomes
+due. Retention splits the stream object at a partition's head by segment
+(maintenance/splitting.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -16,6 +19,7 @@ from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.maintenance.compaction import CompactionSettings, Compactor
 from zonegate.maintenance.gc import GcSettings, ObjectGc
 from zonegate.maintenance.retention import Retention
+from zonegate.maintenance.splitting import HeadSplitter
 from zonegate.maintenance.targets import LedPartitions
 from zonegate.metastore.models import TopicInfo
 from zonegate.runtime.clock import Clock
@@ -51,11 +55,27 @@ class StorageMaintenance:
         # Set when this node let go of data (retention, a deleted topic): object GC runs
         # at once, so what it frees waits only its grace, not a GC interval besides.
         self._gc_wake = asyncio.Event()
+        self.splitter = HeadSplitter(leader.changes, store, read, led.segmenting)
         self.retention = Retention(
-            led.retention_targets, leader.changes, clock, on_dropped=self._gc_wake.set
+            led.retention_targets,
+            leader.changes,
+            clock,
+            on_dropped=self._gc_wake.set,
+            split=self.splitter.split,
+        )
+        # A WAL object cannot go before the orphan grace since its upload (gc.py):
+        # compaction leaves a delete-only topic's ranges in it that long (compaction.py).
+        compaction = dataclasses.replace(
+            settings.compaction, wal_hold_ms=settings.gc.orphan_grace_ms
         )
         self.compactor = Compactor(
-            leader.changes, store, read, led.compaction_targets, clock, settings.compaction
+            leader.changes,
+            store,
+            read,
+            led.compaction_targets,
+            clock,
+            compaction,
+            on_rewritten=self._gc_wake.set,
         )
         self.gc = ObjectGc(store, index, clock, settings.gc, led.file_delete_delays)
 

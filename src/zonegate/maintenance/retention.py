@@ -7,14 +7,16 @@ topic's `cleanup.policy` includes `delete` (maintenance/targets.py), reads
 each one's segments from its leader, and where the policy moves the start,
 has the leader move it (`LogChanges.truncate`): the log start moves and
 the index entries wholly below it go, in one transaction fenced by the leader
-epoch. Object GC reclaims the objects no entry names any more
+epoch. When the start moved, the stream object now holding it is split by
+segment (maintenance/splitting.py), so the next segments dropped free their
+bytes one by one. Object GC reclaims the objects no entry names any more
 (maintenance/gc.py). docs/storage.md has the design.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -72,6 +74,7 @@ class RetentionStats:
     passes: int = 0
     segments_deleted: int = 0
     bytes_deleted: int = 0
+    split_failures: int = 0
 
 
 class Retention:
@@ -81,11 +84,16 @@ class Retention:
         changes: LogChanges,
         clock: Clock,
         on_dropped: Callable[[], None] | None = None,
+        split: Callable[[int], Awaitable[int]] | None = None,
     ) -> None:
         self._targets = targets
         self._changes = changes
         self._clock = clock
         self._on_dropped = on_dropped
+        # Splits the object holding a stream's log start by segment (maintenance/
+        # splitting.py); None: objects go only when wholly dropped.
+        self._split = split
+        self._split_again: set[int] = set()  # streams whose last split failed
         self.stats = RetentionStats()
 
     async def run_once(self) -> None:
@@ -107,8 +115,25 @@ class Retention:
                     segments,
                     size,
                 )
+            if segments or p.stream_id in self._split_again:
+                await self._split_head(p.stream_id)
         if dropped and self._on_dropped is not None:
             self._on_dropped()  # object GC may have objects to reclaim now
+
+    async def _split_head(self, stream_id: int) -> None:
+        """The start moved: the object now holding it frees the next segments one by one."""
+        if self._split is None:
+            return
+        self._split_again.discard(stream_id)
+        try:
+            await self._split(stream_id)
+        except UnknownStream:
+            pass  # deleted meanwhile
+        except Exception:
+            # Nothing was swapped: the objects it uploaded are deleted or orphans for GC.
+            self.stats.split_failures += 1
+            self._split_again.add(stream_id)
+            log.exception("splitting the head object of stream %d failed", stream_id)
 
     async def _apply(self, stream_id: int, rule: RetentionRule) -> tuple[int, int]:
         """The segments and bytes the partition's retention dropped now."""

@@ -52,6 +52,10 @@ class Target:
     segment_ms: int
     segment_bytes: int
     cleaning: CleanerConfig | None = None  # a compacted topic's: key-based cleaning
+    # A topic deleting by time or size: its retention.ms and retention.bytes (compaction
+    # cuts its stream objects by them); -1: no such limit.
+    retention_ms: int = -1
+    retention_bytes: int = -1
 
 
 class LedPartitions:
@@ -85,7 +89,9 @@ class LedPartitions:
             if rules is None:  # the topic went meanwhile: compacted by Kafka's defaults
                 out.append(Target(p.stream_id, *KAFKA_SEGMENTING))
             else:
-                out.append(Target(p.stream_id, *rules.segmenting, rules.cleaning))
+                r = rules.retention
+                limits = (r.retention_ms, r.retention_bytes) if r is not None else (-1, -1)
+                out.append(Target(p.stream_id, *rules.segmenting, rules.cleaning, *limits))
         return out
 
     def file_delete_delays(self, node_ms: int) -> GcDelays:

@@ -40,6 +40,14 @@ def is_stream_key(key: str) -> bool:
     return key.startswith(STREAMS_PREFIX)
 
 
+def stream_object_offsets(key: str) -> tuple[int, int] | None:
+    """(first, last offset) a stream object's key says it holds; None for another key."""
+    if not is_stream_key(key):
+        return None
+    first, last = key.split("/", 2)[2].split("-", 2)[:2]
+    return int(first), int(last)
+
+
 @dataclass(frozen=True, slots=True)
 class StreamObject:
     key: str
