@@ -3,7 +3,8 @@ token endpoint for clients that fetch their own (librdkafka's `sasl.oauthbearer.
 so kcat), and a minter for tests that hand a token to a client directly.
 
 Tokens are JWTs signed with RS256 by joserfc, with Kafka's claims (KIP-768): `sub`, `iss`,
-`aud`, `iat`, `exp`. `foreign_key` signs tokens with a key the JWKS does not hold.
+`aud`, `iat`, `exp`. `foreign_key` signs tokens with a key the JWKS does not hold; the
+token endpoint hands out such a token at /token/foreign (for clients that fetch their own).
 """
 
 from __future__ import annotations
@@ -46,12 +47,12 @@ class TokenIssuer:
                 length = int(self.headers.get("Content-Length", "0"))
                 self.rfile.read(length)
                 expected = base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()
-                if self.path != "/token" or self.headers.get("Authorization") != (
-                    f"Basic {expected}"
-                ):
+                if self.path not in ("/token", "/token/foreign") or self.headers.get(
+                    "Authorization"
+                ) != (f"Basic {expected}"):
                     self.send_error(401)
                     return
-                token = issuer.mint("kcat-user")
+                token = issuer.mint("kcat-user", foreign=self.path == "/token/foreign")
                 self._json({"access_token": token, "token_type": "bearer", "expires_in": 300})
 
             def _json(self, body: dict[str, Any]) -> None:
