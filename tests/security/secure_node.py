@@ -87,6 +87,7 @@ class SecureNode:
         listeners: tuple[str, ...],
         properties: Mapping[str, str] | None = None,
         args: tuple[str, ...] = (),
+        env: Mapping[str, str] | None = None,
     ) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.data_dir = data_dir
@@ -95,6 +96,7 @@ class SecureNode:
         self.config = data_dir / "server.properties"
         self.log_path = data_dir / "node.log"
         self.args = args
+        self.env = dict(env or {})
         self.proc: subprocess.Popen[bytes] | None = None
         if properties is not None:
             self.write_config(properties)
@@ -124,7 +126,7 @@ class SecureNode:
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env=dict(os.environ),
+                env={**os.environ, **self.env},
             )  # fmt: skip
         deadline = time.monotonic() + timeout
         waiting = set(self.ports.values())
