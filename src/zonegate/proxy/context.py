@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from zonegate.proxy.auth import ConnectionAuth
     from zonegate.services.api import Services
 
 
@@ -49,3 +50,4 @@ class RequestContext:
     request_bytes: int
     received_at: float = 0.0  # time.perf_counter() when the request was read
     throttle: Throttle = field(default_factory=Throttle)
+    auth: ConnectionAuth | None = None  # the connection's authentication (SASL handlers)

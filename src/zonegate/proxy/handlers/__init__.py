@@ -35,5 +35,7 @@ from zonegate.proxy.handlers import (  # noqa: F401
     offset_for_leader_epoch,
     produce,
     refused_versions,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
 )
