@@ -14,7 +14,7 @@ import pytest
 from tests.metastore.records import node
 from tests.postgres_server import PostgresServer
 from zonegate.metastore.api import open_metastore
-from zonegate.metastore.models import MetaStoreError
+from zonegate.metastore.models import MetaStoreError, ScramRecord
 from zonegate.metastore.tables_postgres import LATEST, MIGRATIONS
 
 pytestmark = pytest.mark.integration
@@ -42,6 +42,10 @@ async def test_a_sqlite_file_of_the_previous_release_opens(tmp_path: Path) -> No
         nodes = await store.list_nodes()
         assert nodes[0] == dataclasses.replace(me, lease_expires_ms=1000)
         assert nodes[1].node_id == 7 and nodes[1].incarnation == 0, "old rows kept"
+        # Tables added since (SCRAM credentials) are made on open.
+        cred = ScramRecord("alice", "SCRAM-SHA-512", b"s", b"k", b"v", 4096)
+        assert await store.alter_scram_credentials([cred], []) == []
+        assert await store.scram_credentials() == [cred]
     finally:
         await store.close()
 
@@ -68,6 +72,9 @@ async def test_a_postgresql_store_of_the_previous_release_is_migrated(
         nodes = await store.list_nodes()
         assert nodes[0] == dataclasses.replace(me, lease_expires_ms=1000)
         assert nodes[1].node_id == 7 and nodes[1].incarnation == 0, "old rows kept"
+        cred = ScramRecord("alice", "SCRAM-SHA-512", b"s", b"k", b"v", 4096)
+        assert await store.alter_scram_credentials([cred], []) == []
+        assert await store.scram_credentials() == [cred]
     finally:
         await store.close()
     conn = await asyncpg.connect(url)

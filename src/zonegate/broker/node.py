@@ -63,6 +63,7 @@ from zonegate.services.log_dirs import LogDirService
 from zonegate.services.quotas import QuotaService
 from zonegate.services.read_path import ReadService
 from zonegate.services.reassignment import Reassignments
+from zonegate.services.scram import ScramService
 from zonegate.services.write_path import ProduceService
 from zonegate.storage.block_cache import BlockCache
 from zonegate.storage.log_cache import LogCache
@@ -236,6 +237,7 @@ class Node:
         self.quotas = QuotaService(
             self.meta, clock, QuotaWindow(config.quota_window_num, config.quota_window_size_s)
         )
+        self.scram = ScramService(self.meta)
         self.produce = ProduceService(self.catalog, self.wal, self.leader, self.meta, clock)
         self.services = Services(
             cluster=self.cluster,
@@ -264,6 +266,7 @@ class Node:
             leadership=Reassignments(
                 self.meta, self.catalog, self.membership, clock_ms=clock.wall_ms
             ),
+            scram=self.scram,
         )
         import zonegate.proxy.handlers  # noqa: F401  (handlers register themselves)
 
@@ -368,6 +371,7 @@ class Node:
         await sup.start("QoS scheduler", None, self.qos.close)
         await sup.start("catalog", self.catalog.load)
         await sup.start("client quotas", self.quotas.refresh)
+        await sup.start("SCRAM credentials", self.scram.refresh)
         self.peers.token = await self.meta.cluster_secret("rpc-token")
         self._rpc, rpc_port = await start_leader_server(
             self.local_leader,
@@ -399,6 +403,8 @@ class Node:
         sup.every("catalog refresh", self.config.heartbeat_s / 2, self._refresh)
         # Quotas another node changed apply here within a second or two.
         sup.every("client quotas", 2 * self.config.heartbeat_s, self.quotas.refresh)
+        # So do SCRAM users another node added, changed or deleted.
+        sup.every("SCRAM credentials", 2 * self.config.heartbeat_s, self.scram.refresh)
         self.maintenance.schedule(sup)
         # One small object per node, read back every few seconds: a GET costs a
         # fraction of a LIST, and proves reads work, not only that the host answers.

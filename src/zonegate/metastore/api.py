@@ -9,6 +9,7 @@
 - `GcStore` (storage/index.py, for maintenance/gc.py): which objects entries still name,
   and object GC's pending list.
 - `QuotaStore`: Kafka's client quotas (AlterClientQuotas), by entity.
+- `ScramStore`: users' SCRAM credentials (AlterUserScramCredentials), salted.
 
 Each user names only the protocol it needs; a backend implements all of them
 (`MetaStore`), and every backend runs the same contract suite
@@ -26,6 +27,7 @@ from zonegate.metastore.models import (
     GroupRecord,
     NodeRecord,
     QuotaEntity,
+    ScramRecord,
     TopicInfo,
 )
 from zonegate.storage.index import GcStore, StreamStore
@@ -146,7 +148,22 @@ class QuotaStore(Protocol):
         ...
 
 
-class MetaStore(ClusterStore, StreamStore, ProducerIds, GroupStore, GcStore, QuotaStore, Protocol):
+class ScramStore(Protocol):
+    async def scram_credentials(self) -> list[ScramRecord]:
+        """Every user's credentials, by user then mechanism."""
+        ...
+
+    async def alter_scram_credentials(
+        self, upserts: Sequence[ScramRecord], deletions: Sequence[tuple[str, str]]
+    ) -> list[tuple[str, str]]:
+        """Deletes each (user, mechanism) and sets (inserts or replaces) each credential,
+        all in one transaction; returns the deletions that found no credential."""
+        ...
+
+
+class MetaStore(
+    ClusterStore, StreamStore, ProducerIds, GroupStore, GcStore, QuotaStore, ScramStore, Protocol
+):
     """All of a backend's concerns, and its one connection to close."""
 
     async def close(self) -> None: ...

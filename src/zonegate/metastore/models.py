@@ -87,6 +87,20 @@ class GroupRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class ScramRecord:
+    """One user's SCRAM credential for one mechanism, as KIP-554 keeps it: the salt,
+    the iteration count and the two keys derived from the salted password, never the
+    password itself (AlterUserScramCredentials)."""
+
+    user: str
+    mechanism: str  # "SCRAM-SHA-256" or "SCRAM-SHA-512"
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+@dataclass(frozen=True, slots=True)
 class CommittedOffset:
     topic: str
     partition: int

@@ -30,6 +30,7 @@ from zonegate.metastore.gc_postgres import GcTables
 from zonegate.metastore.groups_postgres import GroupTables
 from zonegate.metastore.models import MetaStoreError, MetaStoreUnavailable
 from zonegate.metastore.quotas_postgres import QuotaTables
+from zonegate.metastore.scram_postgres import ScramTables
 from zonegate.metastore.streams_postgres import StreamTables
 from zonegate.metastore.tables_postgres import LATEST, MIGRATIONS, Db
 
@@ -59,7 +60,9 @@ _UNAVAILABLE: tuple[type[BaseException], ...] = (
 _AGAIN = (asyncpg.exceptions.DeadlockDetectedError, asyncpg.exceptions.SerializationError)
 
 
-class PostgresMetaStore(ClusterTables, StreamTables, GroupTables, GcTables, QuotaTables):
+class PostgresMetaStore(
+    ClusterTables, StreamTables, GroupTables, GcTables, QuotaTables, ScramTables
+):
     def __init__(self, dsn: str) -> None:
         self._dsn = dsn
         self._pool: asyncpg.Pool | None = None

@@ -33,13 +33,14 @@ from zonegate.metastore.cluster_sqlite import ClusterTables
 from zonegate.metastore.gc_sqlite import GcTables
 from zonegate.metastore.groups_sqlite import GroupTables
 from zonegate.metastore.quotas_sqlite import QuotaTables
+from zonegate.metastore.scram_sqlite import ScramTables
 from zonegate.metastore.streams_sqlite import StreamTables
 from zonegate.metastore.tables_sqlite import SCHEMA, add_new_columns
 
 T = TypeVar("T")
 
 
-class SqliteMetaStore(ClusterTables, StreamTables, GroupTables, GcTables, QuotaTables):
+class SqliteMetaStore(ClusterTables, StreamTables, GroupTables, GcTables, QuotaTables, ScramTables):
     """Every concern's tables (cluster_sqlite, streams_sqlite, groups_sqlite) over one
     file, through the worker's connection and the loop thread's (`SqliteTables`)."""
 

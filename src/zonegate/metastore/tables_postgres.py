@@ -167,6 +167,22 @@ CREATE TABLE client_quotas (
         # written before: the leader (models.PartitionInfo.preferred).
         "ALTER TABLE partitions ADD COLUMN preferred_node BIGINT NOT NULL DEFAULT -1;",
     ),
+    (
+        6,
+        # KIP-554's SCRAM credentials (services/scram.py): per user and mechanism, the
+        # salt, the keys derived from the salted password and the iteration count.
+        """
+CREATE TABLE scram_credentials (
+    user_name TEXT COLLATE "C" NOT NULL,
+    mechanism TEXT COLLATE "C" NOT NULL,
+    salt BYTEA NOT NULL,
+    stored_key BYTEA NOT NULL,
+    server_key BYTEA NOT NULL,
+    iterations INTEGER NOT NULL,
+    PRIMARY KEY (user_name, mechanism)
+);
+""",
+    ),
 )
 
 LATEST = MIGRATIONS[-1][0]

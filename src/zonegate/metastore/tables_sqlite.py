@@ -121,6 +121,16 @@ CREATE TABLE IF NOT EXISTS client_quotas (
     value REAL NOT NULL,
     PRIMARY KEY (entity, name)
 ) WITHOUT ROWID;
+-- KIP-554's SCRAM credentials: salted, never the password (services/scram.py).
+CREATE TABLE IF NOT EXISTS scram_credentials (
+    user_name TEXT NOT NULL,
+    mechanism TEXT NOT NULL,
+    salt BLOB NOT NULL,
+    stored_key BLOB NOT NULL,
+    server_key BLOB NOT NULL,
+    iterations INTEGER NOT NULL,
+    PRIMARY KEY (user_name, mechanism)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS counters (
     name TEXT PRIMARY KEY,
     value INTEGER NOT NULL

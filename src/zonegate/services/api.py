@@ -18,6 +18,8 @@ services are:
   DescribeClientQuotas, and each client's throttle time (services/quotas.py).
 - `Leadership`: partition reassignment, leader election and each partition's
   replica list as Kafka shows it (services/reassignment.py).
+- `UserScram`: users' SCRAM credentials (KIP-554): AlterUserScramCredentials,
+  DescribeUserScramCredentials, and the look-up SASL SCRAM makes (services/scram.py).
 
 `Services` bundles them; the request context carries it (proxy/context.py).
 The value types handlers pass are defined where their owners are and named
@@ -51,9 +53,11 @@ from zonegate.metastore.models import (
     TopicInfo,
 )
 from zonegate.services.catalog import InvalidTopic, check_topic_name
+from zonegate.services.credentials import ScramCredentialSource
 from zonegate.services.log_dirs import PartitionSize
 from zonegate.services.quotas import QuotaChange, QuotaFilter, QuotaRequestError
 from zonegate.services.reassignment import PREFERRED, UNCLEAN, Outcome, TopicPartition
+from zonegate.services.scram import ScramAnswer, ScramUpsertion
 from zonegate.services.topic_configs import (
     BROKER_DEFAULT_NAMES,
     NULL_DEFAULT_BROKER_NAMES,
@@ -107,6 +111,8 @@ __all__ = [
     "ProducePartition",
     "ProducedPartition",
     "ReadPath",
+    "ScramAnswer",
+    "ScramUpsertion",
     "Services",
     "SyncResult",
     "TopicExists",
@@ -114,6 +120,7 @@ __all__ = [
     "TopicPartition",
     "Topics",
     "UNCLEAN",
+    "UserScram",
     "WritePath",
     "apply_incremental",
     "check_topic_name",
@@ -493,6 +500,21 @@ class Leadership(Protocol):
         ...
 
 
+# -- SCRAM users ---------------------------------------------------------------
+class UserScram(ScramCredentialSource, Protocol):
+    async def describe(self, users: Sequence[str] | None) -> list[ScramAnswer]:
+        """DescribeUserScramCredentials: each user named (every user with a credential
+        when None or empty), with its mechanisms and iterations, or its error."""
+        ...
+
+    async def alter(
+        self, deletions: Sequence[tuple[str, int]], upsertions: Sequence[ScramUpsertion]
+    ) -> list[ScramAnswer]:
+        """AlterUserScramCredentials: deletions as (user, mechanism type); one answer
+        per user named, the valid changes made in one transaction."""
+        ...
+
+
 @dataclass(frozen=True)
 class Services:
     cluster: Cluster
@@ -504,3 +526,4 @@ class Services:
     quotas: ClientQuotas
     log_dirs: LogDirs
     leadership: Leadership
+    scram: UserScram

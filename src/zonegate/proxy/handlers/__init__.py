@@ -4,6 +4,7 @@ from zonegate.proxy.handlers import (  # noqa: F401
     alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
+    alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,

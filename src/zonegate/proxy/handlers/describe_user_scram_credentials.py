@@ -1,11 +1,11 @@
-"""DescribeUserScramCredentials (key 50, v0): no user has SCRAM credentials here.
+"""DescribeUserScramCredentials (key 50, v0): which SCRAM mechanisms each user has
+credentials for, and their iteration counts (KIP-554); never a salt or a key.
 
-zonegate authenticates no one by SASL/SCRAM, so there are none to describe:
-each user named gets Kafka's answer for a user without credentials
-(RESOURCE_NOT_FOUND, with its message), and a request naming none gets an
-empty list. kafka-configs asks it whenever it describes users
-(`--entity-type users --describe`), beside their quotas, and ignores that
-error, as against a Kafka cluster whose users have no SCRAM credentials.
+As Kafka's ScramImage.describe (services/scram.py): no users named (null or an
+empty list) describes every user with a credential; a user without one is
+RESOURCE_NOT_FOUND ("Attempt to describe a user credential that does not exist:
+NAME"), a user named twice DUPLICATE_RESOURCE. kafka-configs asks it whenever it
+describes users (`--entity-type users --describe`), beside their quotas.
 """
 
 from __future__ import annotations
@@ -23,21 +23,25 @@ from zonegate.proxy.schema import make
 
 @REGISTRY.register(50, 0, 0)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    result = cls(ctx, "DescribeUserScramCredentialsResult")
-    results = tuple(
-        make(
-            result,
-            user=u.name,
-            error_code=ErrorCode.resource_not_found,
-            error_message=f"Attempt to describe a user credential that does not exist: {u.name}",
-            credential_infos=(),
-        )
-        for u in request.users or ()
-    )
+    named = None if request.users is None else [u.name for u in request.users]
+    answers = await ctx.services.scram.describe(named)
+    result, info = cls(ctx, "DescribeUserScramCredentialsResult"), cls(ctx, "CredentialInfo")
     return make(
         cls(ctx, "DescribeUserScramCredentialsResponse"),
         throttle_time=datetime.timedelta(milliseconds=ctx.throttle.ms),
         error_code=ErrorCode.none,
         error_message=None,
-        results=results,
+        results=tuple(
+            make(
+                result,
+                user=a.user,
+                error_code=a.error,
+                error_message=a.message,
+                credential_infos=tuple(
+                    make(info, mechanism=mechanism, iterations=iterations)
+                    for mechanism, iterations in a.credentials
+                ),
+            )
+            for a in answers
+        ),
     )
