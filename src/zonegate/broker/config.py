@@ -71,6 +71,11 @@ class NodeConfig:
     # Client quotas' rates (Kafka's quota.window.num, quota.window.size.seconds).
     quota_window_num: int = _d("quota_window_num")
     quota_window_size_s: int = _d("quota_window_size_s")
+    # TLS to peers and stores (rpc_tls_settings.py, docs/internode-tls.md).
+    rpc_ssl_keystore: Path | None = _d("rpc_ssl_keystore")
+    rpc_ssl_truststore: Path | None = _d("rpc_ssl_truststore")
+    rpc_ssl_server_name: str | None = _d("rpc_ssl_server_name")
+    s3_ca_bundle: Path | None = _d("s3_ca_bundle")
 
     @property
     def store_url(self) -> str:

@@ -32,6 +32,7 @@ from zonegate.broker.node_identity import (
     fence_earlier_incarnations,
     new_incarnation,
 )
+from zonegate.broker.rpc_tls_settings import check_peers_accept, open_rpc_tls
 from zonegate.broker.usage import UsageWriter
 from zonegate.coordinator.classic import GroupConfig
 from zonegate.coordinator.consumer_group import ConsumerGroupSettings
@@ -87,6 +88,7 @@ class Node:
         self.store = open_object_store(
             config.store_url,
             endpoint_url=config.s3_endpoint,
+            ca_bundle=str(config.s3_ca_bundle) if config.s3_ca_bundle else None,
             gc_orphan_grace_ms=config.gc_orphan_grace_ms,
             clock=clock,
         )
@@ -167,6 +169,9 @@ class Node:
             on_fenced=self._on_fenced_from_thread,
         )
         self.peers = LeaderPeers(config.node_id, config.zone, self.membership, self.accounting)
+        self.peers.tls = open_rpc_tls(  # StartupError for a wrong file
+            config.rpc_ssl_keystore, config.rpc_ssl_truststore, config.rpc_ssl_server_name
+        )
         self.leader = LeaderDirectory(
             config.node_id,
             self.local_leader,
@@ -380,6 +385,7 @@ class Node:
             self.peers.served,
             self.groups.serve,
             token=self.peers.token,
+            credentials=self.peers.tls.server_credentials() if self.peers.tls else None,
         )
         rpc = self._rpc
         await sup.start("leader RPC", None, lambda: rpc.stop(grace=1.0))
@@ -395,6 +401,14 @@ class Node:
             rpc_port,
             incarnation=self.incarnation,
         )
+        if self.peers.tls is not None:
+            # A node whose certificate the others refuse never joins (StartupError).
+            await sup.start(
+                "mutual TLS with the live nodes",
+                lambda: check_peers_accept(
+                    self.meta, self.peers, self.config.node_id, self.clock.wall_ms()
+                ),
+            )
         await sup.start("membership", self._claim, self.membership.stop)
         await sup.start("leases", self.leases.start, self.leases.stop)
         await sup.start("group coordinator", None, self.coordinator.shutdown)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from zonegate.broker.qos_flags import QOS_SETTINGS
+from zonegate.broker.rpc_tls_settings import RPC_TLS_SETTINGS
 from zonegate.broker.setting_types import (
     MS,
     MS_POSITIVE,
@@ -406,6 +407,7 @@ SETTINGS: tuple[Setting, ...] = (
         convert=ms_to_s,
     ),
     *QOS_SETTINGS,
+    *RPC_TLS_SETTINGS,
 )
 
 CONFIG_HELP = (

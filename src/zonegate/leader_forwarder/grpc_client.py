@@ -7,6 +7,11 @@ batches and fences stale leader epochs; past the retries the call raises the
 contract's LeaderUnavailable (leader_forwarder/api.py). Answers naming a moved
 partition (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH) go back to the caller,
 which refreshes its view of leaders and tries the new one.
+
+Over mutual TLS (rpc_tls.py) the channel presents this node's certificate; a call the
+peer refuses for a certificate, or whose peer's certificate is refused here, is logged
+as one WARNING naming the peer and the reason (at most every 30 s per peer), and fails
+as any unreachable leader does: the node keeps running.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -24,15 +30,24 @@ from zonegate.leader_forwarder.api import LeaderUnavailable
 from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
 from zonegate.leader_forwarder.proto import leader_pb2_grpc as pb_grpc
+from zonegate.leader_forwarder.rpc_tls import tls_failure
 from zonegate.storage.index import IndexEntry, UnknownStream, entry_values
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 TOKEN_HEADER = "zonegate-rpc-token"
 _RETRIABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+_TLS_LOG_EVERY_S = 30.0
+# The stream id no partition has: a probe's ReadIndex of it is answered as unknown.
+_NO_STREAM = -1
 
 # bytes_hook(bytes_out, bytes_in) counts what this node sends and receives.
 BytesHook = Callable[[int, int], None]
+
+
+def _certificate_refused(exc: grpc.aio.AioRpcError) -> bool:
+    details = exc.details() or ""
+    return "CERTIFICATE_VERIFY_FAILED" in details or "andshake failed" in details
 
 
 def entry_from_pb(e: Any) -> IndexEntry:
@@ -49,8 +64,19 @@ class RemoteLeader:
         deadline_s: float = 10.0,
         attempts: int = 4,
         bytes_hook: BytesHook | None = None,
+        credentials: grpc.ChannelCredentials | None = None,
+        options: Sequence[tuple[str, Any]] = (),
+        name: str = "",
+        tls_generation: int = 0,
     ) -> None:
+        """`credentials`: mutual TLS (rpc_tls.RpcTls), with its `options`; None: plaintext.
+        `name` names the peer in logs ("node 3"); `tls_generation`: of the certificates
+        the channel was made with (LeaderPeers makes a new one when they change)."""
         self.target = target
+        self.name = name or target
+        self.tls_generation = tls_generation
+        self._tls = credentials is not None
+        self._tls_logged_at = -1e9
         # The cluster's RPC token (metastore `cluster_secret`): the leader refuses calls
         # without it, so only the cluster's own nodes can append to its partitions.
         self._metadata = ((TOKEN_HEADER, token),)
@@ -58,9 +84,11 @@ class RemoteLeader:
         self._deadline = deadline_s
         self._attempts = attempts
         self._bytes_hook = bytes_hook
-        self._channel = grpc.aio.insecure_channel(
-            target, options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)]
-        )
+        opts = [("grpc.max_receive_message_length", 64 * 1024 * 1024), *options]
+        if credentials is not None:
+            self._channel = grpc.aio.secure_channel(target, credentials, options=opts)
+        else:
+            self._channel = grpc.aio.insecure_channel(target, options=opts)
         self._stub = pb_grpc.LeaderStub(self._channel)  # type: ignore[no-untyped-call]
         self._watch_futures: dict[int, asyncio.Future[None]] = {}
         self._watch_tasks: dict[int, asyncio.Task[None]] = {}
@@ -76,11 +104,45 @@ class RemoteLeader:
             try:
                 return await fn()
             except grpc.aio.AioRpcError as exc:
-                if exc.code() not in _RETRIABLE or attempt == self._attempts - 1:
+                # A certificate refused is refused again: no retry. A connection closed in
+                # the handshake may be a peer going down, too: retried, named if it lasts.
+                last = attempt == self._attempts - 1 or _certificate_refused(exc)
+                refused = self._tls_refusal(exc) if last else None
+                if refused is not None:
+                    raise LeaderUnavailable(
+                        f"leader {self.name} at {self.target}: TLS: {refused}", unreachable=True
+                    ) from exc
+                if exc.code() not in _RETRIABLE or last:
                     raise LeaderUnavailable(f"leader {self.target}: {exc.code().name}") from exc
                 await asyncio.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 1.0)
         raise AssertionError("unreachable")
+
+    def _tls_refusal(self, exc: grpc.aio.AioRpcError) -> str | None:
+        """Why the TLS handshake with the peer failed (logged), or None."""
+        if not self._tls or exc.code() != grpc.StatusCode.UNAVAILABLE:
+            return None
+        reason = tls_failure(exc.details() or "")
+        if reason is not None:
+            now = time.monotonic()
+            if now - self._tls_logged_at >= _TLS_LOG_EVERY_S:
+                self._tls_logged_at = now
+                log.warning("leader RPC with %s at %s refused: %s", self.name, self.target, reason)
+        return reason
+
+    async def probe(self) -> str | None:
+        """One call, no retry: None if the peer answered it, else why not (a TLS
+        refusal's reason, or the status). Asks for the offsets of a stream no partition
+        has, which any node answers without touching its partitions."""
+        request = pb.ReadIndexRequest(
+            from_node=self._from_node, stream_id=_NO_STREAM, mode=pb.WATERMARKS
+        )
+        try:
+            await self._stub.ReadIndex(request, timeout=self._deadline, metadata=self._metadata)
+        except grpc.aio.AioRpcError as exc:
+            refused = self._tls_refusal(exc)
+            return f"TLS: {refused}" if refused is not None else exc.code().name
+        return None
 
     def _count(self, request: Any, response: Any) -> None:
         if self._bytes_hook is not None:
@@ -175,6 +237,7 @@ class RemoteLeader:
                 request, timeout=timeout_s, metadata=self._metadata
             )
         except grpc.aio.AioRpcError as exc:
+            self._tls_refusal(exc)
             # UNAVAILABLE: the node could not be reached (down, refusing connections),
             # as opposed to reached and slow (DEADLINE_EXCEEDED) or failing.
             raise LeaderUnavailable(
@@ -212,6 +275,7 @@ class RemoteLeader:
                 if fut is not None and not fut.done():
                     fut.set_result(None)
         except grpc.aio.AioRpcError as exc:
+            self._tls_refusal(exc)
             log.debug("watch of stream %d on %s ended: %s", stream_id, self.target, exc.code())
         finally:
             # Wake waiters so they re-ask (and re-resolve the leader) rather than hang.

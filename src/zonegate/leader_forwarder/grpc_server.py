@@ -2,8 +2,11 @@
 
 Only the cluster's own nodes may call it: every call carries the cluster's RPC
 token (a secret in the metadata store, so only what can read the store has
-it), and calls without it are refused (UNAUTHENTICATED). Requests are checked
-before they are served; docs/leader-protocol.md says what is refused.
+it), and calls without it are refused (UNAUTHENTICATED). With mutual TLS on
+(rpc_tls.py, docs/internode-tls.md) a caller must also present a certificate the
+cluster's CA signed, or its connection is refused in the handshake, before any call:
+the token is then no longer the only guard. Requests are checked before they are
+served; docs/leader-protocol.md says what is refused.
 """
 
 from __future__ import annotations
@@ -306,11 +309,17 @@ async def start_leader_server(
     on_bytes: Any = None,
     group_call: GroupCallHandler | None = None,
     token: str = "",
+    credentials: grpc.ServerCredentials | None = None,
 ) -> tuple[grpc.aio.Server, int]:
+    """The leader's server on host:port (0: any free port); `credentials`: mutual TLS
+    (rpc_tls.RpcTls.server_credentials), None: plaintext. The server and its port."""
     server = grpc.aio.server(
         options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)],
     )
     _add_servicer(LeaderServicer(leader, on_bytes, group_call, token), server)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    if credentials is not None:
+        bound = server.add_secure_port(f"{host}:{port}", credentials)
+    else:
+        bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
     return server, bound

@@ -2,16 +2,19 @@
 accounting of leader RPCs both ways (`forward_rpc` records, docs/usage-records.md).
 
 A client is made when a node is first called and made again when that node came
-back at a new address (same id, new RPC port); each counts the bytes of its
-calls against the zone of the node it calls.
+back at a new address (same id, new RPC port), or when this node's certificates
+were re-read (mutual TLS, rpc_tls.py: new connections present the new ones); each
+counts the bytes of its calls against the zone of the node it calls.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Protocol
 
 from zonegate.leader_forwarder.grpc_client import RemoteLeader
+from zonegate.leader_forwarder.rpc_tls import RpcTls
 from zonegate.metastore.models import NodeRecord
 from zonegate.usage.accounting import FORWARD_RPC, Accounting
 
@@ -32,33 +35,73 @@ class LeaderPeers:
         self._accounting = accounting
         self._clients: dict[int, RemoteLeader] = {}
         self.token = ""  # the cluster's RPC token: set at start, from the metadata store
+        self.tls: RpcTls | None = None  # mutual TLS between nodes, when configured
+        # A replaced channel is closed this long after, so calls on it may finish.
+        self.close_replaced_after_s = 30.0
 
     def client(self, node_id: int) -> RemoteLeader | None:
         """The client to `node_id`'s leader RPC, or None while the node is unknown."""
         rec = self._nodes.node(node_id)
         remote = self._clients.get(node_id)
+        generation = self.tls.channel_generation() if self.tls is not None else 0
         if remote is not None and rec is not None:
             if remote.target != f"{rec.rpc_host}:{rec.rpc_port}":
                 # The node came back (same id, new RPC port): drop the channel to the old one.
                 stale = self._clients.pop(node_id)
                 asyncio.get_running_loop().create_task(stale.close())
                 remote = None
+            elif remote.tls_generation != generation:
+                # Certificates rotated: new calls go over a new channel, presenting the
+                # new ones; those in flight on the old finish first.
+                self._retire(self._clients.pop(node_id))
+                remote = None
         if remote is None:
             if rec is None:
                 return None
-            peer_zone = rec.zone
-
-            def count(bytes_out: int, bytes_in: int) -> None:
-                self._count(peer_zone, peer_zone, bytes_in, bytes_out)
-
-            remote = RemoteLeader(
-                f"{rec.rpc_host}:{rec.rpc_port}",
-                from_node=self._me,
-                token=self.token,
-                bytes_hook=count,
-            )
+            remote = self.make_client(rec, generation)
             self._clients[node_id] = remote
         return remote
+
+    def make_client(self, rec: NodeRecord, generation: int = 0) -> RemoteLeader:
+        """A client to the node `rec` names, counting its calls against the node's zone."""
+        peer_zone = rec.zone
+
+        def count(bytes_out: int, bytes_in: int) -> None:
+            self._count(peer_zone, peer_zone, bytes_in, bytes_out)
+
+        tls = self.tls
+        return RemoteLeader(
+            f"{rec.rpc_host}:{rec.rpc_port}",
+            from_node=self._me,
+            token=self.token,
+            bytes_hook=count,
+            credentials=tls.channel_credentials() if tls is not None else None,
+            options=tls.channel_options() if tls is not None else (),
+            name=f"node {rec.node_id}",
+            tls_generation=generation,
+        )
+
+    def _retire(self, remote: RemoteLeader) -> None:
+        loop = asyncio.get_running_loop()
+        loop.call_later(self.close_replaced_after_s, lambda: loop.create_task(remote.close()))
+
+    async def refusals(self, nodes: Sequence[NodeRecord]) -> tuple[int, list[str]]:
+        """Calls each node once: how many answered, and a line for each that refused
+        this node's TLS (or whose certificate was refused here). Nodes out of reach
+        count in neither."""
+        clients = [self.make_client(rec) for rec in nodes]
+        try:
+            outcomes = await asyncio.gather(*(c.probe() for c in clients))
+        finally:
+            for c in clients:
+                await c.close()
+        answered = sum(1 for o in outcomes if o is None)
+        refused = [
+            f"node {rec.node_id} at {rec.rpc_host}:{rec.rpc_port}: {o.removeprefix('TLS: ')}"
+            for rec, o in zip(nodes, outcomes, strict=True)
+            if o is not None and o.startswith("TLS: ")
+        ]
+        return answered, refused
 
     def served(self, from_node: int, bytes_in: int, bytes_out: int) -> None:
         """Counts a call this node's leader answered, against the calling node's zone."""

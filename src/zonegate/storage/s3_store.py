@@ -110,10 +110,14 @@ class S3ObjectStore:
         timeout_s: float = 30.0,
         max_connections: int = 64,
         sign_payload: bool = False,
+        ca_bundle: str | None = None,
     ) -> None:
+        """`ca_bundle`: a PEM file of the CAs that sign an https:// endpoint's certificate
+        (None: botocore's choice, AWS_CA_BUNDLE or the system's)."""
         self._bucket = bucket
         self._prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
         self._endpoint_url = endpoint_url
+        self._verify: str | None = ca_bundle
         self._region = (
             region
             or os.environ.get("AWS_REGION")
@@ -162,6 +166,7 @@ class S3ObjectStore:
                         endpoint_url=self._endpoint_url,
                         region_name=self._region,
                         config=self._config,
+                        verify=self._verify,
                     )
                 )
                 # Keep a bytes Body as bytes: wrapped in a BytesIO it is copied by

@@ -22,6 +22,7 @@ def open_object_store(
     url: str,
     *,
     endpoint_url: str | None = None,
+    ca_bundle: str | None = None,
     region: str | None = None,
     retries: int = 3,
     timeout_s: float = 30.0,
@@ -33,7 +34,9 @@ def open_object_store(
 
     `file:///abs/dir[?fsync=1]` is a local directory; `s3://bucket[/prefix]` is
     S3 (endpoint from `endpoint_url`, else `ZONEGATE_S3_ENDPOINT`, else
-    `AWS_ENDPOINT_URL`; credentials and region from the usual AWS variables).
+    `AWS_ENDPOINT_URL`; its certificate checked against `ca_bundle`, else
+    `ZONEGATE_S3_CA_BUNDLE`, else `AWS_CA_BUNDLE`, else the system's CAs; credentials and
+    region from the usual AWS variables).
     `gc_orphan_grace_ms`: how old an unreferenced object must be before object GC
     deletes it. A backend whose deletion units take new objects for a while (the
     local store's pack files) stops adding to a unit well within it, so GC never
@@ -73,6 +76,7 @@ def open_object_store(
             parts.netloc,
             parts.path.lstrip("/"),
             endpoint_url=endpoint,
+            ca_bundle=ca_bundle or os.environ.get("ZONEGATE_S3_CA_BUNDLE") or None,
             region=region,
             timeout_s=timeout_s,
         )
