@@ -5,9 +5,10 @@ settings.py (`_d`); the others are fixed here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from zonegate.broker.security_settings import ListenerSpec
 from zonegate.broker.settings import field_default as _d
 from zonegate.qos.admission import QosSettings
 
@@ -18,6 +19,10 @@ class NodeConfig:
     host: str = _d("host")
     port: int = _d("port")
     advertised_host: str | None = _d("advertised_host")
+    # Every Kafka listener (security_settings.py); host and port are the first one's.
+    # Empty: one PLAINTEXT listener on host:port.
+    listeners: tuple[ListenerSpec, ...] = ()
+    ssl_handshake_timeout_ms: int = _d("ssl_handshake_timeout_ms")
     node_id: int = _d("node_id")
     zone: str = _d("zone")
     cluster_id: str = _d("cluster_id")
@@ -94,6 +99,29 @@ class NodeConfig:
     @property
     def advertised(self) -> str:
         return self.advertised_host or self.host
+
+    @property
+    def kafka_listeners(self) -> tuple[ListenerSpec, ...]:
+        """The listeners, the first one on host:port."""
+        first = ListenerSpec("PLAINTEXT", "PLAINTEXT", self.host, self.port)
+        if not self.listeners:
+            return (first,)
+        head = self.listeners[0]
+        return (replace(head, host=self.host, port=self.port), *self.listeners[1:])
+
+    def shifted(self, offset: int) -> tuple[ListenerSpec, ...]:
+        """The listeners of `zonegate serve`'s zone `offset`: each port (and each
+        advertised port given) plus `offset`; port 0 stays any free port."""
+        return tuple(
+            replace(
+                spec,
+                port=spec.port + offset if spec.port else 0,
+                advertised_port=(
+                    spec.advertised_port + offset if spec.advertised_port else spec.advertised_port
+                ),
+            )
+            for spec in self.kafka_listeners
+        )
 
     @property
     def rpc_reachable_host(self) -> str:

@@ -46,7 +46,7 @@ def read_properties(path: Path) -> dict[str, tuple[str, int]]:
             f"--config {path}: cannot read it: {(exc.strerror or str(exc)).lower()}"
         ) from None
     found: dict[str, tuple[str, int]] = {}
-    for number, raw in enumerate(text.splitlines(), 1):
+    for number, raw in _logical_lines(text):
         line = raw.strip()
         if not line or line.startswith(("#", "!")):
             continue
@@ -63,6 +63,30 @@ def read_properties(path: Path) -> dict[str, tuple[str, int]]:
     return found
 
 
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first line number, line) with Java's continuations joined: a line ending in an
+    odd number of backslashes goes on with the next, its leading blanks dropped (how a
+    JAAS line is spread over several in a Kafka server.properties)."""
+    lines: list[tuple[int, str]] = []
+    pending: tuple[int, str] | None = None
+    for number, raw in enumerate(text.splitlines(), 1):
+        if pending is None:
+            if raw.lstrip().startswith(("#", "!")):
+                lines.append((number, raw))  # a comment never goes on
+                continue
+            start, body = number, raw
+        else:
+            start, body = pending[0], pending[1] + raw.lstrip()
+            pending = None
+        if (len(body) - len(body.rstrip("\\"))) % 2 == 1:
+            pending = (start, body[:-1])
+            continue
+        lines.append((start, body))
+    if pending is not None:
+        lines.append(pending)
+    return lines
+
+
 def resolve(
     args: argparse.Namespace,
     settings: Sequence[Setting],
@@ -73,8 +97,15 @@ def resolve(
     config = getattr(args, "config", None) or environ.get("ZONEGATE_CONFIG")
     from_file = read_properties(Path(config)) if config else {}
     known = {s.key for s in settings}
+    # Keys of a family (`listener.name.*`): all of them are one setting's lines.
+    families = {s.key.removesuffix("*"): s for s in settings if s.key.endswith(".*")}
+    in_family: dict[str, list[str]] = {}
+    for key, (value, _) in from_file.items():
+        for prefix in families:
+            if key.startswith(prefix):
+                in_family.setdefault(prefix, []).append(f"{key}={value}")
     for key, (_, number) in from_file.items():
-        if key not in known:
+        if key not in known and not any(key.startswith(p) for p in families):
             raise StartupError(
                 f"config file {config} line {number}: {key} is not a setting of this command "
                 "(see --help for each setting's name)"
@@ -87,11 +118,12 @@ def resolve(
         elif s.key in from_file:
             text, number = from_file[s.key]
             source = f"config file {config} line {number}: {s.key}"
+        elif s.key.removesuffix("*") in in_family:
+            text = "\n".join(in_family[s.key.removesuffix("*")])
+            source = f"config file {config}: {s.key}"
         else:
             setattr(args, s.dest, s.default)
             continue
-        if s.key == "listeners":
-            text = text.removeprefix("PLAINTEXT://")  # Kafka's form of the one listener
         try:
             value = s.parse(text)
         except (argparse.ArgumentTypeError, ValueError) as exc:

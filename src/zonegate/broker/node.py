@@ -33,6 +33,7 @@ from zonegate.broker.node_identity import (
     new_incarnation,
 )
 from zonegate.broker.rpc_tls_settings import check_peers_accept, open_rpc_tls
+from zonegate.broker.security_settings import ListenerSpec
 from zonegate.broker.usage import UsageWriter
 from zonegate.coordinator.classic import GroupConfig
 from zonegate.coordinator.consumer_group import ConsumerGroupSettings
@@ -50,6 +51,7 @@ from zonegate.metastore.api import MetaStore, open_metastore
 from zonegate.metastore.models import NodeRecord, PartitionInfo
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.server import KafkaServer, ListenerConfig
+from zonegate.proxy.tls import ServerContexts
 from zonegate.qos.admission import QosScheduler
 from zonegate.qos.client_quotas import QuotaWindow
 from zonegate.router.membership import Membership
@@ -275,18 +277,9 @@ class Node:
         )
         import zonegate.proxy.handlers  # noqa: F401  (handlers register themselves)
 
-        self.server = KafkaServer(
-            self.services,
-            REGISTRY,
-            ListenerConfig(
-                config.host,
-                config.port,
-                config.max_request_bytes,
-                queued_max_request_bytes=config.queued_max_request_bytes,
-                max_connections=config.max_connections,
-                max_connections_per_ip=config.max_connections_per_ip,
-            ),
-        )
+        # One server per Kafka listener; the first is `server` (metrics, tests).
+        self.servers = [self._listener(spec) for spec in config.kafka_listeners]
+        self.server = self.servers[0]
         self.group_lag = GroupLag(
             self.meta,
             lambda gid: self.cluster.group_owner(gid) == config.node_id,
@@ -300,6 +293,37 @@ class Node:
     @property
     def port(self) -> int:
         return self.server.port
+
+    def _listener(self, spec: ListenerSpec) -> KafkaServer:
+        config = self.config
+        contexts = ServerContexts(spec.tls, self.clock) if spec.tls is not None else None
+        return KafkaServer(
+            self.services,
+            REGISTRY,
+            ListenerConfig(
+                spec.host,
+                spec.port,
+                config.max_request_bytes,
+                name=spec.name,
+                queued_max_request_bytes=config.queued_max_request_bytes,
+                max_connections=config.max_connections,
+                max_connections_per_ip=config.max_connections_per_ip,
+                handshake_timeout_s=config.ssl_handshake_timeout_ms / 1000,
+            ),
+            contexts,
+        )
+
+    def _endpoints(self) -> tuple[tuple[str, str, int], ...]:
+        """Each listener's advertised endpoint (advertised.listeners, else the node's
+        advertised host and the port bound)."""
+        return tuple(
+            (
+                spec.name,
+                spec.advertised_host or self.config.advertised_host or spec.host,
+                spec.advertised_port or server.port,
+            )
+            for spec, server in zip(self.config.kafka_listeners, self.servers, strict=True)
+        )
 
     # -- wiring -------------------------------------------------------------
     def _place(self, count: int, current: list[int]) -> list[int]:
@@ -391,15 +415,18 @@ class Node:
         await sup.start("leader RPC", None, lambda: rpc.stop(grace=1.0))
         await sup.start("RPC clients", None, self.peers.close)
         await sup.start("usage records", None, self.usage.flush)
-        await sup.start("Kafka listener", self.server.start)
+        for server in self.servers:
+            await sup.start(f"Kafka listener {server.name}", server.start)
+        endpoints = self._endpoints()
         self.membership.me = NodeRecord(
             self.config.node_id,
             self.config.zone,
-            self.config.advertised,
-            self.port,
+            endpoints[0][1],
+            endpoints[0][2],
             self.config.rpc_reachable_host,
             rpc_port,
             incarnation=self.incarnation,
+            endpoints=endpoints,
         )
         if self.peers.tls is not None:
             # A node whose certificate the others refuse never joins (StartupError).
@@ -436,12 +463,13 @@ class Node:
         await sup.start("draining the Kafka listener", None, self._drain)
         self.ready = True
         log.info(
-            "node %d (zone %s) serving Kafka on %s:%d, leader RPC on port %d; objects %s; "
-            "metadata %s",
+            "node %d (zone %s) serving Kafka on %s, leader RPC on port %d; objects %s; metadata %s",
             self.config.node_id,
             self.config.zone,
-            self.config.host,
-            self.port,
+            ", ".join(
+                f"{s.name}://{spec.host}:{s.port}"
+                for spec, s in zip(self.config.kafka_listeners, self.servers, strict=True)
+            ),
             rpc_port,
             self.config.store_url,
             self.config.meta_url,
@@ -449,8 +477,9 @@ class Node:
 
     async def _drain(self) -> None:
         """Stops accepting, answers what was read, and seals and uploads the open WAL."""
-        await self.server.stop_accepting()
-        await self.server.drain(self.config.drain_timeout_s)
+        for server in self.servers:
+            await server.stop_accepting()
+        await asyncio.gather(*(s.drain(self.config.drain_timeout_s) for s in self.servers))
         await self.wal.close(drain=True)
         try:
             await hand_over(self.meta, self.membership, self.catalog.topics(), self.stopping_with)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from zonegate.broker.config import NodeConfig
 from zonegate.broker.config_file import UNSET, resolve
 from zonegate.broker.qos_flags import qos_from_args
+from zonegate.broker.security_settings import ListenerSpec, listeners_from_args
 from zonegate.broker.settings import add_settings, node_fields
 from zonegate.broker.startup import StartupError, bind_failure, check_config, check_writable_dir
 from zonegate.metastore.models import MetaStoreError
@@ -77,8 +78,13 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
             f"({4 * _HEARTBEAT_MS} ms): live nodes would be taken for dead"
         )
     try:
+        listeners = listeners_from_args(args)
+        first = listeners[0]
+        if listeners == (ListenerSpec("PLAINTEXT", "PLAINTEXT", first.host, first.port),):
+            listeners = ()  # the one PLAINTEXT listener of host:port: NodeConfig's default
         return NodeConfig(
             **node_fields(args.settings, args),
+            listeners=listeners,
             heartbeat_s=_HEARTBEAT_MS / 1000,
             qos=qos_from_args(args),
         )
@@ -125,12 +131,14 @@ def serve_configs(args: argparse.Namespace) -> list[NodeConfig]:
         raise StartupError(f"--zones must name distinct zones, got {args.zones!r}")
     configs = []
     for i, zone in enumerate(zones):
+        listeners = base.shifted(i)
         configs.append(
             dataclasses.replace(
                 base,
                 zone=zone,
                 node_id=base.node_id + i,
-                port=base.port + i if base.port else 0,
+                port=listeners[0].port,
+                listeners=listeners,
                 http_port=(base.http_port + i if base.http_port else base.http_port),
                 data_dir=base.data_dir / f"node-{base.node_id + i}",
                 object_store_url=base.store_url,

@@ -19,6 +19,7 @@ from typing import Any
 
 from zonegate.broker.qos_flags import QOS_SETTINGS
 from zonegate.broker.rpc_tls_settings import RPC_TLS_SETTINGS
+from zonegate.broker.security_settings import SECURITY_SETTINGS
 from zonegate.broker.setting_types import (
     MS,
     MS_POSITIVE,
@@ -37,24 +38,7 @@ from zonegate.broker.setting_types import (
 )
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting(
-        "--listen",
-        "listeners",
-        ("127.0.0.1", 9092),
-        "Kafka listener HOST:PORT (default 127.0.0.1:9092)",
-        host_port,
-        "HOST:PORT",
-        into=("host", "port"),
-        serve_help="Kafka listener HOST:PORT of the first zone's node; zone i listens on PORT+i "
-        "(default 127.0.0.1:9092, so 9092, 9093, 9094; port 0: any free ports)",
-    ),
-    Setting(
-        "--advertised-host",
-        "advertised.host.name",
-        None,
-        "host name given to clients in Metadata (default: the listen host)",
-        metavar="HOST",
-    ),
+    *SECURITY_SETTINGS,  # listeners, TLS, SASL: Kafka's own settings
     Setting(
         "--data-dir",
         "log.dirs",

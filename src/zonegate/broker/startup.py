@@ -16,6 +16,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from zonegate.broker.config import NodeConfig
+from zonegate.broker.security_settings import ListenerSpec
+from zonegate.proxy.tls import TlsSettingsError, build_context
 
 
 class StartupError(Exception):
@@ -126,11 +128,25 @@ def check_config(c: NodeConfig, *, listen_option: str = "--listen") -> None:
     check_metastore_url(c.meta_url)
     if c.s3_endpoint:
         check_endpoint_url(c.s3_endpoint)
-    check_bindable(c.host, c.port, f"zone {c.zone}'s Kafka listener, {listen_option}")
+    for spec in c.kafka_listeners:
+        check_bindable(
+            spec.host, spec.port, f"zone {c.zone}'s Kafka listener {spec.name}, {listen_option}"
+        )
+        check_tls(spec)
     if c.rpc_port:
         check_bindable(c.rpc_host or c.host, c.rpc_port, f"zone {c.zone}'s --rpc-listen")
     if c.http_port:
         check_bindable(c.host, c.http_port, f"zone {c.zone}'s --http-port")
+
+
+def check_tls(spec: ListenerSpec) -> None:
+    """The listener's certificate, key and CA files load (and match)."""
+    if spec.tls is None:
+        return
+    try:
+        build_context(spec.tls)
+    except TlsSettingsError as exc:
+        raise StartupError(f"listener {spec.name}: {exc}") from None
 
 
 def _redacted(url: str) -> str:

@@ -248,12 +248,13 @@ class ClusterTables(PostgresTables):
         # second process started as this node) is left alone and False answered.
         status = await self._write1(
             "INSERT INTO nodes (node_id, zone, kafka_host, kafka_port, rpc_host, rpc_port, "
-            "lease_expires_ms, incarnation) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+            "lease_expires_ms, incarnation, endpoints) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10) "
             "ON CONFLICT (node_id) DO UPDATE "
             "SET zone = excluded.zone, kafka_host = excluded.kafka_host, "
             "kafka_port = excluded.kafka_port, rpc_host = excluded.rpc_host, "
             "rpc_port = excluded.rpc_port, lease_expires_ms = excluded.lease_expires_ms, "
-            "incarnation = excluded.incarnation "
+            "incarnation = excluded.incarnation, endpoints = excluded.endpoints "
             "WHERE nodes.incarnation = excluded.incarnation OR nodes.lease_expires_ms <= $9",
             node.node_id,
             node.zone,
@@ -264,6 +265,7 @@ class ClusterTables(PostgresTables):
             now_ms + lease_ms,
             node.incarnation,
             now_ms,
+            node.endpoints_text(),
         )
         return changed_rows(status) == 1
 
@@ -280,10 +282,10 @@ class ClusterTables(PostgresTables):
     async def list_nodes(self) -> list[NodeRecord]:
         async def fn(db: Db) -> list[NodeRecord]:
             return [
-                NodeRecord(*row)
+                NodeRecord.from_row(tuple(row))
                 for row in await db.fetch(
                     "SELECT node_id, zone, kafka_host, kafka_port, rpc_host, rpc_port, "
-                    "lease_expires_ms, incarnation FROM nodes ORDER BY node_id"
+                    "lease_expires_ms, incarnation, endpoints FROM nodes ORDER BY node_id"
                 )
             ]
 

@@ -203,12 +203,12 @@ class ClusterTables(SqliteTables):
         # second process started as this node) is left alone and False answered.
         changed = await self._write1(
             "INSERT INTO nodes (node_id, zone, kafka_host, kafka_port, rpc_host, rpc_port, "
-            "lease_expires_ms, incarnation) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            "lease_expires_ms, incarnation, endpoints) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(node_id) DO UPDATE "
             "SET zone = excluded.zone, kafka_host = excluded.kafka_host, "
             "kafka_port = excluded.kafka_port, rpc_host = excluded.rpc_host, "
             "rpc_port = excluded.rpc_port, lease_expires_ms = excluded.lease_expires_ms, "
-            "incarnation = excluded.incarnation "
+            "incarnation = excluded.incarnation, endpoints = excluded.endpoints "
             "WHERE nodes.incarnation = excluded.incarnation OR nodes.lease_expires_ms <= ?",
             (
                 node.node_id,
@@ -219,6 +219,7 @@ class ClusterTables(SqliteTables):
                 node.rpc_port,
                 now_ms + lease_ms,
                 node.incarnation,
+                node.endpoints_text(),
                 now_ms,
             ),
         )
@@ -238,10 +239,10 @@ class ClusterTables(SqliteTables):
     async def list_nodes(self) -> list[NodeRecord]:
         return await self._read(
             lambda db: [
-                NodeRecord(*row)
+                NodeRecord.from_row(row)
                 for row in db.execute(
                     "SELECT node_id, zone, kafka_host, kafka_port, rpc_host, rpc_port, "
-                    "lease_expires_ms, incarnation FROM nodes ORDER BY node_id"
+                    "lease_expires_ms, incarnation, endpoints FROM nodes ORDER BY node_id"
                 )
             ]
         )

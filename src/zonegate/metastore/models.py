@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +54,42 @@ class NodeRecord:
     # Which start of the node process holds the lease: a new one each start, so a
     # process that lost its lease (a zombie) can never renew it as the node it was.
     incarnation: int = 0
+    # Every Kafka listener's advertised endpoint, (listener name, host, port); empty in
+    # rows of a release before listeners: kafka_host:kafka_port is its PLAINTEXT one.
+    endpoints: tuple[tuple[str, str, int], ...] = ()
 
     def live(self, now_ms: int) -> bool:
         return self.lease_expires_ms > now_ms
+
+    def endpoint(self, listener: str) -> tuple[str, int] | None:
+        """Where clients of `listener` reach this node; None: it has no such listener."""
+        if not self.endpoints:
+            return (self.kafka_host, self.kafka_port) if listener == "PLAINTEXT" else None
+        for name, host, port in self.endpoints:
+            if name == listener:
+                return host, port
+        return None
+
+    def endpoints_text(self) -> str:
+        """How the stores keep `endpoints`: JSON, "" for none."""
+        return json.dumps([list(e) for e in self.endpoints]) if self.endpoints else ""
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> NodeRecord:
+        """A row of the stores' nodes table, its columns in the fields' order."""
+        node_id, zone, kafka_host, kafka_port, rpc_host, rpc_port, expires, inc, text = row
+        endpoints = tuple((str(n), str(h), int(p)) for n, h, p in json.loads(text or "[]"))
+        return cls(
+            int(node_id),
+            str(zone),
+            str(kafka_host),
+            int(kafka_port),
+            str(rpc_host),
+            int(rpc_port),
+            int(expires),
+            int(inc),
+            endpoints,
+        )
 
 
 class MetaStoreError(Exception):

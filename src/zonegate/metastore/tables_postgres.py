@@ -183,6 +183,12 @@ CREATE TABLE scram_credentials (
 );
 """,
     ),
+    (
+        7,
+        # Each node's Kafka listeners' endpoints, JSON (models.NodeRecord.endpoints); ''
+        # in rows written before: its one PLAINTEXT listener, kafka_host:kafka_port.
+        "ALTER TABLE nodes ADD COLUMN endpoints TEXT NOT NULL DEFAULT '';",
+    ),
 )
 
 LATEST = MIGRATIONS[-1][0]

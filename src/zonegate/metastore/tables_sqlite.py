@@ -78,7 +78,8 @@ CREATE TABLE IF NOT EXISTS nodes (
     rpc_host TEXT NOT NULL,
     rpc_port INTEGER NOT NULL,
     lease_expires_ms INTEGER NOT NULL,
-    incarnation INTEGER NOT NULL DEFAULT 0
+    incarnation INTEGER NOT NULL DEFAULT 0,
+    endpoints TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS leases (
     name TEXT PRIMARY KEY,
@@ -148,6 +149,9 @@ ADDED_COLUMNS = (
     # Each partition's preferred leader, set by placement and reassignment; -1 (rows
     # written before it) reads as the leader (models.PartitionInfo.preferred).
     ("partitions", "preferred_node", "INTEGER NOT NULL DEFAULT -1"),
+    # Each node's Kafka listeners' endpoints, JSON (models.NodeRecord.endpoints); ''
+    # in rows written before: its one PLAINTEXT listener, kafka_host:kafka_port.
+    ("nodes", "endpoints", "TEXT NOT NULL DEFAULT ''"),
 )
 
 

@@ -33,6 +33,7 @@ from zonegate.proxy.memory import RequestMemory
 from zonegate.proxy.metrics import RequestMetrics
 from zonegate.proxy.registry import HandlerRegistry
 from zonegate.proxy.throttling import BusyTime, timed, with_throttle
+from zonegate.proxy.tls import ServerContexts, TlsError, TlsSession
 from zonegate.services.api import ANONYMOUS
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ class ListenerConfig:
     queued_max_request_bytes: int = -1  # queued.max.request.bytes; -1: no bound
     max_connections: int = 2_147_483_647  # max.connections
     max_connections_per_ip: int = 2_147_483_647  # max.connections.per.ip
+    handshake_timeout_s: float = 10.0  # a TLS handshake not done by then is closed
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -91,6 +93,12 @@ class KafkaConnection(asyncio.Protocol):
         self._serial = False  # its client is under a quota: one request at a time
         self._closed = False
         self.client = ClientInfo("?", 0, next(_connection_ids))
+        # TLS listeners: the connection's TLS (proxy/tls.py) until its handshake is done,
+        # then the client certificate's subject, if it sent one.
+        self._tls: TlsSession | None = None
+        self._handshake_timer: asyncio.TimerHandle | None = None
+        self._first_bytes = True
+        self.peer_dn: str | None = None
 
     # -- asyncio.Protocol -------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -106,7 +114,25 @@ class KafkaConnection(asyncio.Protocol):
             transport.close()
             return
         self._server.connections.add(self)
-        self._writer = asyncio.get_running_loop().create_task(self._write_loop())
+        loop = asyncio.get_running_loop()
+        if self._server.contexts is not None:
+            self._tls = TlsSession(self._server.contexts.current())
+            self._handshake_timer = loop.call_later(
+                self._config.handshake_timeout_s, self._handshake_timed_out
+            )
+        self._writer = loop.create_task(self._write_loop())
+
+    def _handshake_timed_out(self) -> None:
+        self.abort(
+            f"TLS handshake not finished within {self._config.handshake_timeout_s:g}s "
+            f"on listener {self._config.name}"
+        )
+
+    def _write(self, data: bytes) -> None:
+        assert self._transport is not None
+        if self._tls is not None:
+            data = self._tls.send(data)
+        self._transport.write(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -122,6 +148,8 @@ class KafkaConnection(asyncio.Protocol):
         self._can_write.set()
         if self._mute_timer is not None:
             self._mute_timer.cancel()
+        if self._handshake_timer is not None:
+            self._handshake_timer.cancel()
 
     def pause_writing(self) -> None:
         # Backpressure: a client that does not read its answers is not read either.
@@ -135,8 +163,35 @@ class KafkaConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._closed:
             return
+        if self._first_bytes and data:
+            self._first_bytes = False
+            if self._tls is None and data[:2] == b"\x16\x03":
+                self.abort(f"a TLS handshake on listener {self._config.name}, which is plaintext")
+                return
+        if self._tls is not None:
+            data = self._tls_received(data)
+            if not data:
+                return
         self._decoder.receive_data(data)
         self._read_frames()
+
+    def _tls_received(self, data: bytes) -> bytes:
+        """The application bytes in `data`; sends what TLS answers (handshake records)."""
+        assert self._tls is not None and self._transport is not None
+        was_done = self._tls.handshake_done
+        try:
+            app, out = self._tls.receive(data)
+        except TlsError as exc:
+            self.abort(f"{exc.reason} (listener {self._config.name})")
+            return b""
+        if out:
+            self._transport.write(out)
+        if self._tls.handshake_done and not was_done:
+            if self._handshake_timer is not None:
+                self._handshake_timer.cancel()
+                self._handshake_timer = None
+            self.peer_dn = self._tls.peer_dn()
+        return app
 
     def _read_frames(self) -> None:
         memory = self._server.memory
@@ -329,8 +384,7 @@ class KafkaConnection(asyncio.Protocol):
                 self._server.metrics.answered(api_key, ctx.received_at, response)
             if response is not None:
                 self._server.metrics_response_bytes(len(frame))
-                assert self._transport is not None
-                self._transport.write(frame)
+                self._write(frame)
             if ctx is not None and ctx.throttle.ms > 0:
                 self._mute(ctx.throttle.ms)
             if response is not None and not self._can_write.is_set():
@@ -386,6 +440,8 @@ class KafkaConnection(asyncio.Protocol):
         self._wakeup.set()
         if self._mute_timer is not None:
             self._mute_timer.cancel()
+        if self._handshake_timer is not None:
+            self._handshake_timer.cancel()
         if self._transport is not None:
             self._transport.close()
 
@@ -398,9 +454,14 @@ class KafkaConnection(asyncio.Protocol):
 
 class KafkaServer:
     def __init__(
-        self, services: Services, registry: HandlerRegistry, config: ListenerConfig
+        self,
+        services: Services,
+        registry: HandlerRegistry,
+        config: ListenerConfig,
+        contexts: ServerContexts | None = None,
     ) -> None:
         self._services = services
+        self.contexts = contexts  # TLS listeners: the current certificate's context
         self._registry = registry
         self._config = config
         self._server: asyncio.Server | None = None
@@ -429,6 +490,10 @@ class KafkaServer:
 
     def metrics_response_bytes(self, n: int) -> None:
         self.bytes_out += n
+
+    @property
+    def name(self) -> str:
+        return self._config.name
 
     @property
     def port(self) -> int:

@@ -141,24 +141,26 @@ class Cluster(Protocol):
 
     def client_zone(self, client_id: str | None, host: str) -> str: ...
 
-    def brokers_for(self, zone: str) -> list[NodeRecord]:
-        """The live nodes a client of `zone` is told of."""
+    def brokers_for(self, zone: str, listener: str | None = None) -> list[NodeRecord]:
+        """The live nodes a client of `zone` is told of (those having `listener`)."""
         ...
 
-    def controller_for(self, zone: str) -> int:
+    def controller_for(self, zone: str, listener: str | None = None) -> int:
         """The node named as controller to a client of `zone` (-1 if none)."""
         ...
 
-    def leader_for(self, partition: PartitionInfo, zone: str) -> int:
+    def leader_for(self, partition: PartitionInfo, zone: str, listener: str | None = None) -> int:
         """The node a client of `zone` sends this partition's produce and fetch to."""
         ...
 
-    def rewrites(self, zone: str) -> bool:
+    def rewrites(self, zone: str, listener: str | None = None) -> bool:
         """Whether a client of `zone` is told same-zone leaders (zone routing) rather than
         the real ones (routing off, or no live node in its zone)."""
         ...
 
-    def coordinator_for(self, group_id: str, zone: str) -> NodeRecord | None:
+    def coordinator_for(
+        self, group_id: str, zone: str, listener: str | None = None
+    ) -> NodeRecord | None:
         """The node FindCoordinator names to a client of `zone` for a group."""
         ...
 

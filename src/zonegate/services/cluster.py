@@ -42,6 +42,8 @@ class NodeCluster:
         self._settings = settings
         self._membership = membership
         self._view = ClusterView(membership.live_nodes, zone_routing=settings.zone_routing)
+        # Per listener: the live nodes that have it (a client is told of no other).
+        self._views: dict[str, ClusterView] = {}
         resolver = ZoneResolver.from_map(settings.zone, dict(settings.zone_cidrs))
         # Every request asks; the answer depends only on (client id, address).
         self._zone_cache = functools.lru_cache(maxsize=4096)(resolver.resolve)
@@ -62,10 +64,26 @@ class NodeCluster:
     def client_zone(self, client_id: str | None, host: str) -> str:
         return self._zone_cache(client_id, host)
 
-    def brokers_for(self, zone: str) -> list[NodeRecord]:
-        return self._view.brokers_for(zone)
+    def _of(self, listener: str | None) -> ClusterView:
+        """The view of clients of `listener`: as Kafka, a node without that listener is
+        left out of what they are told. None: every live node."""
+        if listener is None:
+            return self._view
+        view = self._views.get(listener)
+        if view is None:
+            live = self._membership.live_nodes
 
-    def controller_for(self, zone: str) -> int:
+            def with_listener() -> list[NodeRecord]:
+                return [n for n in live() if n.endpoint(listener) is not None]
+
+            view = ClusterView(with_listener, zone_routing=self._view.zone_routing)
+            self._views[listener] = view
+        return view
+
+    def brokers_for(self, zone: str, listener: str | None = None) -> list[NodeRecord]:
+        return self._of(listener).brokers_for(zone)
+
+    def controller_for(self, zone: str, listener: str | None = None) -> int:
         """This node if the client is told of it, else the first node it is told of.
 
         Admin clients send CreateTopics, DeleteTopics and CreatePartitions to the
@@ -75,25 +93,28 @@ class NodeCluster:
         the zone, and an admin client of any zone works whichever node holds the
         controller lease (that lease only decides who moves partitions off dead nodes).
         """
-        ids = [n.node_id for n in self.brokers_for(zone)]
+        ids = [n.node_id for n in self.brokers_for(zone, listener)]
         me = self._settings.node_id
         return me if me in ids else ids[0] if ids else -1
 
-    def leader_for(self, partition: PartitionInfo, zone: str) -> int:
-        return self._view.leader_for(partition, zone)
+    def leader_for(self, partition: PartitionInfo, zone: str, listener: str | None = None) -> int:
+        return self._of(listener).leader_for(partition, zone)
 
-    def rewrites(self, zone: str) -> bool:
-        return self._view.rewrites(zone)
+    def rewrites(self, zone: str, listener: str | None = None) -> bool:
+        return self._of(listener).rewrites(zone)
 
     def group_owner(self, group_id: str) -> int:
         """The node that coordinates `group_id`: rendezvous hashing over all live nodes."""
         ids = [n.node_id for n in self._membership.live_nodes()] or [self._settings.node_id]
         return choose_node(group_id, -1, ids)
 
-    def coordinator_for(self, group_id: str, zone: str) -> NodeRecord | None:
-        """A node of the client's zone when routing is on (it passes the calls on to the
-        owner), else the owner itself."""
-        nodes = self._view.brokers_for(zone) if self._view.zone_routing else []
+    def coordinator_for(
+        self, group_id: str, zone: str, listener: str | None = None
+    ) -> NodeRecord | None:
+        """A node of the client's zone (having the client's listener) when routing is on
+        (it passes the calls on to the owner), else the owner itself."""
+        view = self._of(listener)
+        nodes = view.brokers_for(zone) if view.zone_routing else []
         if nodes:
             chosen = choose_node(group_id, -1, [n.node_id for n in nodes])
         else:

@@ -34,17 +34,18 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
         }
     if not key:
         return {**none, "error_code": ErrorCode.invalid_request, "error_message": "empty group id"}
-    node = ctx.services.cluster.coordinator_for(key, ctx.client_zone)
-    if node is None:
+    node = ctx.services.cluster.coordinator_for(key, ctx.client_zone, ctx.listener)
+    endpoint = node.endpoint(ctx.listener) if node is not None else None
+    if node is None or endpoint is None:
         return {
             **none,
             "error_code": ErrorCode.coordinator_not_available,
-            "error_message": "no live node",
+            "error_message": "no live node" if node is None else f"no {ctx.listener} listener",
         }
     return {
         "node_id": node.node_id,
-        "host": node.kafka_host,
-        "port": node.kafka_port,
+        "host": endpoint[0],
+        "port": endpoint[1],
         "error_code": ErrorCode.none,
         "error_message": None,
     }

@@ -34,7 +34,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     for g in await ctx.services.groups.list_groups():
         # Each group is listed by the node FindCoordinator names for it, as Kafka lists
         # each group on its coordinator only (admin clients ask every broker).
-        found = cluster.coordinator_for(g.group_id, zone)
+        found = cluster.coordinator_for(g.group_id, zone, ctx.listener)
         if found is not None and found.node_id != me:
             continue
         if states and g.state.lower() not in states:

@@ -1,12 +1,13 @@
 """Metadata (key 3), v0-12, rewritten per client zone by the router.
 
 The client's zone is resolved (client.id tag, CIDR map, the node's zone); the
-answer lists that zone's live nodes as the brokers and a same-zone node as each
-partition's leader (rendezvous hashing), so produce and fetch stay in the
-zone; each partition's replica list is then that node alone. With routing off,
-or no live node in the zone, the real leaders, and as replicas the partition's
-preferred node (the first, Kafka's preferred leader) and its leader, live ones in
-sync, others offline (services/reassignment.py).
+answer lists that zone's live nodes as the brokers, at their endpoints of the
+listener the request came on (a node without that listener is left out, as Kafka
+does), and a same-zone node as each partition's leader (rendezvous hashing), so
+produce and fetch stay in the zone; each partition's replica list is then that
+node alone. With routing off, or no live node in the zone, the real leaders, and
+as replicas the partition's preferred node (the first, Kafka's preferred leader)
+and its leader, live ones in sync, others offline (services/reassignment.py).
 Topics asked for by name that do not exist are created when both the request
 and `auto.create.topics.enable` allow it (as Kafka does); otherwise
 UNKNOWN_TOPIC_OR_PARTITION. Invalid names get INVALID_TOPIC_EXCEPTION.
@@ -36,18 +37,23 @@ def brokers_and_controller(
     """The nodes the client is told of, as `broker_cls` entries, and the controller id to
     name (services/cluster.py says why it is a node of the client's zone)."""
     cluster = ctx.services.cluster
-    brokers = tuple(
-        make(
-            broker_cls,
-            node_id=n.node_id,
-            broker_id=n.node_id,
-            host=n.kafka_host,
-            port=n.kafka_port,
-            rack=n.zone,
+    brokers = []
+    for n in cluster.brokers_for(ctx.client_zone, ctx.listener):
+        endpoint = n.endpoint(ctx.listener)
+        if endpoint is None:  # it has no such listener (brokers_for leaves it out)
+            continue
+        host, port = endpoint
+        brokers.append(
+            make(
+                broker_cls,
+                node_id=n.node_id,
+                broker_id=n.node_id,
+                host=host,
+                port=port,
+                rack=n.zone,
+            )
         )
-        for n in cluster.brokers_for(ctx.client_zone)
-    )
-    return brokers, cluster.controller_for(ctx.client_zone)
+    return tuple(brokers), cluster.controller_for(ctx.client_zone, ctx.listener)
 
 
 @REGISTRY.register(API_KEY, 0, 12)
@@ -58,10 +64,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     part_cls = cls(ctx, "MetadataResponsePartition")
 
     zone = ctx.client_zone
-    real = not cluster.rewrites(zone)
+    real = not cluster.rewrites(zone, ctx.listener)
 
     def partition_answer(p: PartitionInfo) -> Any:
-        leader = cluster.leader_for(p, zone)
+        leader = cluster.leader_for(p, zone, ctx.listener)
         if real:
             replicas, isr, offline = ctx.services.leadership.replicas(p)
         else:

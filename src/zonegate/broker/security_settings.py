@@ -1,0 +1,560 @@
+"""Kafka's listener, TLS and SASL settings: their rows (settings.py adds them to
+SETTINGS), and `listeners_from_args`, which turns them into one `ListenerSpec` per
+listener, as Kafka reads `listeners`, `listener.security.protocol.map`,
+`advertised.listeners` and the `listener.name.<name>.` overrides.
+
+Lines of a Kafka `server.properties` work as they are. A setting or value zonegate
+cannot honour (a JKS keystore, GSSAPI, a listener without its TLS files) is refused
+at start by name, with one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zonegate.broker.setting_types import MS, MS_POSITIVE, Setting
+from zonegate.proxy.tls import PROTOCOLS, TlsSettings
+
+PROTOCOL_NAMES = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+# Kafka's default listener.security.protocol.map (KafkaConfig).
+DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+# The one server callback handler KIP-768 names for validating JWTs against a JWKS.
+OAUTH_VALIDATORS = (
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+    "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerValidatorCallbackHandler",
+)
+OAUTH_KEYS = (
+    "sasl.oauthbearer.jwks.endpoint.url",
+    "sasl.oauthbearer.expected.issuer",
+    "sasl.oauthbearer.expected.audience",
+    "sasl.oauthbearer.sub.claim.name",
+    "sasl.oauthbearer.scope.claim.name",
+    "sasl.oauthbearer.clock.skew.seconds",
+    "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
+)
+# Kafka's defaults of the KIP-768 settings, for the help: the auth package applies them.
+OAUTH_DEFAULTS = {
+    "sasl.oauthbearer.jwks.endpoint.url": "none; OAUTHBEARER needs it",
+    "sasl.oauthbearer.expected.issuer": "none: any issuer",
+    "sasl.oauthbearer.expected.audience": "none: any audience",
+    "sasl.oauthbearer.sub.claim.name": "sub",
+    "sasl.oauthbearer.scope.claim.name": "scope",
+    "sasl.oauthbearer.clock.skew.seconds": "30",
+    "sasl.oauthbearer.jwks.endpoint.refresh.ms": "3600000",
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": "100",
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": "10000",
+}
+# Settings a `listener.name.<name>.` prefix may override, as Kafka allows (its
+# listener-configurable ssl.* and sasl.* settings).
+PER_LISTENER = (
+    "ssl.keystore.type",
+    "ssl.keystore.location",
+    "ssl.key.password",
+    "ssl.truststore.type",
+    "ssl.truststore.location",
+    "ssl.client.auth",
+    "ssl.enabled.protocols",
+    "ssl.protocol",
+    "ssl.cipher.suites",
+    "ssl.principal.mapping.rules",
+    "sasl.enabled.mechanisms",
+    "connections.max.reauth.ms",
+    *OAUTH_KEYS,
+)
+_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerSpec:
+    """One Kafka listener, all its settings resolved."""
+
+    name: str  # as written in `listeners`, upper case by Kafka's convention
+    protocol: str  # PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+    host: str
+    port: int
+    advertised_host: str | None = None  # None: the node's advertised host
+    advertised_port: int | None = None  # None: the port it listens on
+    tls: TlsSettings | None = None
+    mechanisms: tuple[str, ...] = ()
+    jaas: Mapping[str, str] = field(default_factory=dict)  # mechanism -> sasl.jaas.config
+    oauth: Mapping[str, str] = field(default_factory=dict)  # sasl.oauthbearer.* values
+    reauth_ms: int = 0  # connections.max.reauth.ms
+    failed_auth_delay_ms: int = 100  # connection.failed.authentication.delay.ms
+    principal_rules: str = "DEFAULT"  # ssl.principal.mapping.rules
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+
+# -- value types -------------------------------------------------------------------------
+
+
+def _endpoint(text: str, what: str) -> tuple[str, str, int]:
+    """NAME://HOST:PORT (HOST may be empty: every address; [v6] in brackets)."""
+    m = re.fullmatch(r"([^:/]+)://(\[[^\]]*\]|[^:]*):(\d+)", text.strip())
+    if m is None:
+        raise argparse.ArgumentTypeError(f"{what}: expected NAME://HOST:PORT, got {text!r}")
+    name, host, port = m.group(1), m.group(2).strip("[]"), int(m.group(3))
+    if not _NAME.match(name) or port > 65535:
+        raise argparse.ArgumentTypeError(f"{what}: expected NAME://HOST:PORT, got {text!r}")
+    return name.upper(), host, port
+
+
+def listeners(text: str) -> tuple[tuple[str, str, int], ...]:
+    """Kafka's `listeners` (NAME://HOST:PORT,...), or zonegate's HOST:PORT (one PLAINTEXT
+    listener); an empty host listens on every address."""
+    if "://" not in text:
+        host, sep, port = text.rpartition(":")
+        if not sep or not port.isdigit() or int(port) > 65535:
+            raise argparse.ArgumentTypeError(
+                f"expected HOST:PORT or NAME://HOST:PORT,..., got {text!r}"
+            )
+        return (("PLAINTEXT", host or "0.0.0.0", int(port)),)
+    found = [_endpoint(part, "listeners") for part in text.split(",") if part.strip()]
+    names = [n for n, _, _ in found]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"listener {twice[0]} is named twice")
+    return tuple((n, h or "0.0.0.0", p) for n, h, p in found)
+
+
+listeners.__name__ = "listeners"
+
+
+def advertised(text: str) -> tuple[tuple[str, str, int], ...]:
+    return tuple(_endpoint(p, "advertised.listeners") for p in text.split(",") if p.strip())
+
+
+def protocol_map(text: str) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        name, sep, protocol = part.partition(":")
+        if not sep or not _NAME.match(name) or protocol.upper() not in PROTOCOL_NAMES:
+            raise argparse.ArgumentTypeError(
+                f"expected NAME:PROTOCOL,... with PROTOCOL one of {', '.join(PROTOCOL_NAMES)}; "
+                f"got {part!r}"
+            )
+        pairs.append((name.upper(), protocol.upper()))
+    return tuple(pairs)
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+def overrides(text: str) -> tuple[tuple[str, str], ...]:
+    """`listener.name.<name>.<setting>=value` lines (the config file's keys, or the lines
+    of --listener-setting / its environment variable)."""
+    found = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        if not sep or not key.startswith("listener.name."):
+            raise argparse.ArgumentTypeError(
+                f"expected listener.name.NAME.SETTING=VALUE lines, got {line!r}"
+            )
+        found.append((key, value.strip()))
+    return tuple(found)
+
+
+overrides.__name__ = "lines"
+
+_SSL_HELP = " (a listener's own: listener.name.NAME.{key})"
+
+SECURITY_SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "--listen",
+        "listeners",
+        (("PLAINTEXT", "127.0.0.1", 9092),),
+        "Kafka listeners, Kafka's NAME://HOST:PORT,... (e.g. PLAINTEXT://:9092,"
+        "SASL_SSL://:9093; an empty host: every address) or HOST:PORT, one PLAINTEXT "
+        "listener (default 127.0.0.1:9092)",
+        listeners,
+        "LISTENERS",
+        into=("host", "port"),
+        convert=lambda found: found[0][1:],  # the first listener's; listeners_from_args: all
+        serve_help="Kafka listeners of the first zone's node, NAME://HOST:PORT,... or "
+        "HOST:PORT; zone i's node listens on each PORT+i (default 127.0.0.1:9092, so 9092, "
+        "9093, 9094; port 0: any free ports)",
+    ),
+    Setting(
+        "--listener-security-protocol-map",
+        "listener.security.protocol.map",
+        protocol_map(DEFAULT_PROTOCOL_MAP),
+        "listener.security.protocol.map: each listener name's protocol, NAME:PROTOCOL,... "
+        f"(default Kafka's, {DEFAULT_PROTOCOL_MAP})",
+        protocol_map,
+        "NAME:PROTOCOL,...",
+        into=None,
+    ),
+    Setting(
+        "--advertised-listeners",
+        "advertised.listeners",
+        (),
+        "advertised.listeners: the NAME://HOST:PORT clients are told of, per listener "
+        "(default: each listener's own port at the advertised host); on `serve`, zone i's "
+        "ports are PORT+i",
+        advertised,
+        "LISTENERS",
+        into=None,
+    ),
+    Setting(
+        "--advertised-host",
+        "advertised.host.name",
+        None,
+        "advertised.host.name: the host name clients are told of in Metadata for the "
+        "listeners advertised.listeners does not name (default: the listener's host)",
+        metavar="HOST",
+    ),
+    Setting(
+        "--ssl-keystore-type",
+        "ssl.keystore.type",
+        "JKS",
+        "ssl.keystore.type: PEM (Kafka's default, JKS, and PKCS12 are refused: convert "
+        "them to PEM with keytool and openssl)" + _SSL_HELP.format(key="ssl.keystore.type"),
+        metavar="TYPE",
+        into=None,
+    ),
+    Setting(
+        "--ssl-keystore-location",
+        "ssl.keystore.location",
+        None,
+        "ssl.keystore.location: a PEM file holding the private key and its certificate "
+        "chain; re-read when it changes (default: none; a TLS listener needs it)"
+        + _SSL_HELP.format(key="ssl.keystore.location"),
+        metavar="FILE",
+        into=None,
+    ),
+    Setting(
+        "--ssl-key-password",
+        "ssl.key.password",
+        None,
+        "ssl.key.password: the password of an encrypted private key (default: none)"
+        + _SSL_HELP.format(key="ssl.key.password"),
+        metavar="PASSWORD",
+        into=None,
+    ),
+    Setting(
+        "--ssl-truststore-type",
+        "ssl.truststore.type",
+        "JKS",
+        "ssl.truststore.type: PEM (Kafka's default, JKS, and PKCS12 are refused)"
+        + _SSL_HELP.format(key="ssl.truststore.type"),
+        metavar="TYPE",
+        into=None,
+    ),
+    Setting(
+        "--ssl-truststore-location",
+        "ssl.truststore.location",
+        None,
+        "ssl.truststore.location: a PEM file of the CA certificates client certificates "
+        "are checked against (default: none)" + _SSL_HELP.format(key="ssl.truststore.location"),
+        metavar="FILE",
+        into=None,
+    ),
+    Setting(
+        "--ssl-client-auth",
+        "ssl.client.auth",
+        "none",
+        "ssl.client.auth: none, requested or required (default {default})"
+        + _SSL_HELP.format(key="ssl.client.auth"),
+        choices=("none", "requested", "required"),
+        into=None,
+    ),
+    Setting(
+        "--ssl-enabled-protocols",
+        "ssl.enabled.protocols",
+        "TLSv1.2,TLSv1.3",
+        "ssl.enabled.protocols: of TLSv1.2 and TLSv1.3 (default {default})"
+        + _SSL_HELP.format(key="ssl.enabled.protocols"),
+        metavar="PROTOCOL,...",
+        into=None,
+    ),
+    Setting(
+        "--ssl-protocol",
+        "ssl.protocol",
+        "TLSv1.3",
+        "ssl.protocol: TLSv1.2, TLSv1.3 or TLS (Java's name of the context; the versions "
+        "offered are ssl.enabled.protocols; default {default})"
+        + _SSL_HELP.format(key="ssl.protocol"),
+        metavar="PROTOCOL",
+        into=None,
+    ),
+    Setting(
+        "--ssl-cipher-suites",
+        "ssl.cipher.suites",
+        "",
+        "ssl.cipher.suites: the TLS 1.2 suites offered, Java's or OpenSSL's names; TLS "
+        "1.3's three suites all or none (default: OpenSSL's)"
+        + _SSL_HELP.format(key="ssl.cipher.suites"),
+        metavar="SUITE,...",
+        into=None,
+    ),
+    Setting(
+        "--ssl-principal-mapping-rules",
+        "ssl.principal.mapping.rules",
+        "DEFAULT",
+        "ssl.principal.mapping.rules: how a client certificate's subject (RFC 2253) becomes "
+        "the principal's name, Kafka's RULE:pattern/replacement/[LU],...,DEFAULT "
+        "(default {default}: the whole subject)"
+        + _SSL_HELP.format(key="ssl.principal.mapping.rules"),
+        metavar="RULES",
+        into=None,
+    ),
+    Setting(
+        "--ssl-handshake-timeout-ms",
+        "zonegate.ssl.handshake.timeout.ms",
+        10_000,
+        "a TLS handshake not finished this long after the connection opened is closed "
+        "(one WARNING; default {default})",
+        **MS_POSITIVE,
+    ),
+    Setting(
+        "--sasl-enabled-mechanisms",
+        "sasl.enabled.mechanisms",
+        "GSSAPI",
+        "sasl.enabled.mechanisms of SASL listeners: of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
+        "and OAUTHBEARER (default Kafka's, GSSAPI, which is refused: name the mechanisms)"
+        + _SSL_HELP.format(key="sasl.enabled.mechanisms"),
+        metavar="MECHANISM,...",
+        into=None,
+    ),
+    Setting(
+        "--connections-max-reauth-ms",
+        "connections.max.reauth.ms",
+        0,
+        "connections.max.reauth.ms (KIP-368): a SASL session lasts at most this long, and a "
+        "connection that has not authenticated again by then is closed at its next request "
+        "(default {default}: no limit)" + _SSL_HELP.format(key="connections.max.reauth.ms"),
+        into=None,
+        **MS,
+    ),
+    Setting(
+        "--connection-failed-authentication-delay-ms",
+        "connection.failed.authentication.delay.ms",
+        100,
+        "connection.failed.authentication.delay.ms: how long the answer to a failed "
+        "authentication waits before the connection closes (default {default})",
+        into=None,
+        **MS,
+    ),
+    *(
+        Setting(
+            "--" + key.replace(".", "-"),
+            key,
+            None,
+            f"{key} (KIP-768: OAUTHBEARER tokens validated against a JWKS, docs/security.md; "
+            f"default {OAUTH_DEFAULTS[key]})" + _SSL_HELP.format(key=key),
+            metavar="VALUE",
+            into=None,
+        )
+        for key in OAUTH_KEYS
+    ),
+    Setting(
+        "--listener-setting",
+        "listener.name.*",
+        (),
+        "a listener's own settings, Kafka's listener.name.<name>.<setting>=value keys (the "
+        "name in lower case), e.g. listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config; "
+        "on the command line and in the environment, such lines, one per line (default: "
+        "none)",
+        overrides,
+        "LINES",
+        into=None,
+    ),
+)
+
+
+# -- resolving the listeners ---------------------------------------------------------------
+
+
+class ListenerSettingsError(ValueError):
+    """A listener setting that cannot be honoured; the message names it."""
+
+
+def _pem(kind: str, value: str, key: str) -> None:
+    if value.upper() != "PEM":
+        raise ListenerSettingsError(
+            f"{key}={value}: only PEM files are read (convert a {value.upper()} store to "
+            "PEM with keytool -importkeystore and openssl pkcs12)"
+        )
+
+
+def _own(args: argparse.Namespace, prefix: dict[str, str], key: str) -> Any:
+    """A listener's value of `key`: its `listener.name.<name>.` override, else the
+    top-level setting's value."""
+    if key in prefix:
+        return prefix[key]
+    return getattr(args, key.replace(".", "_").replace("-", "_"))
+
+
+def _tls(args: argparse.Namespace, own: dict[str, str], name: str) -> TlsSettings:
+    where = f"listener {name}"
+    location = _own(args, own, "ssl.keystore.location")
+    if not location:
+        raise ListenerSettingsError(
+            f"{where} uses TLS and names no ssl.keystore.location (a PEM file with the key "
+            "and its certificate chain)"
+        )
+    _pem("keystore", _own(args, own, "ssl.keystore.type"), "ssl.keystore.type")
+    trust = _own(args, own, "ssl.truststore.location")
+    if trust:
+        _pem("truststore", _own(args, own, "ssl.truststore.type"), "ssl.truststore.type")
+    protocols = _names(_own(args, own, "ssl.enabled.protocols"))
+    unknown = [p for p in protocols if p not in PROTOCOLS]
+    if unknown or not protocols:
+        raise ListenerSettingsError(
+            f"ssl.enabled.protocols={','.join(protocols)}: only TLSv1.2 and TLSv1.3 are offered"
+        )
+    context_protocol = _own(args, own, "ssl.protocol")
+    if context_protocol not in ("TLS", "TLSv1.2", "TLSv1.3"):
+        raise ListenerSettingsError(
+            f"ssl.protocol={context_protocol}: only TLS, TLSv1.2 and TLSv1.3 are offered"
+        )
+    client_auth = _own(args, own, "ssl.client.auth")
+    if client_auth not in ("none", "requested", "required"):
+        raise ListenerSettingsError(
+            f"ssl.client.auth={client_auth}: expected none, requested or required"
+        )
+    return TlsSettings(
+        keystore=Path(location),
+        key_password=_own(args, own, "ssl.key.password") or None,
+        truststore=Path(trust) if trust else None,
+        client_auth=client_auth,
+        protocols=protocols,
+        cipher_suites=_names(_own(args, own, "ssl.cipher.suites")),
+    )
+
+
+def _split_overrides(
+    lines: tuple[tuple[str, str], ...], names: set[str]
+) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """{listener: {setting: value}} and {listener: {mechanism: jaas}} from the
+    `listener.name.` lines; a key Kafka does not allow, or naming no listener, refused."""
+    settings: dict[str, dict[str, str]] = {}
+    jaas: dict[str, dict[str, str]] = {}
+    for key, value in lines:
+        rest = key.removeprefix("listener.name.")
+        listener, _, setting = rest.partition(".")
+        if listener.upper() not in names:
+            raise ListenerSettingsError(f"{key}: no listener is named {listener.upper()}")
+        listener = listener.upper()
+        mechanism, _, tail = setting.partition(".")
+        if tail == "sasl.jaas.config" and mechanism.upper() in MECHANISMS:
+            jaas.setdefault(listener, {})[mechanism.upper()] = value
+        elif mechanism == "oauthbearer" and tail == "sasl.server.callback.handler.class":
+            if value not in OAUTH_VALIDATORS:
+                raise ListenerSettingsError(
+                    f"{key}={value}: only Kafka's OAuthBearerValidatorCallbackHandler (JWTs "
+                    "checked against sasl.oauthbearer.jwks.endpoint.url) is offered"
+                )
+        elif mechanism == "oauthbearer" and tail in OAUTH_KEYS:
+            settings.setdefault(listener, {})[tail] = value
+        elif setting in PER_LISTENER:
+            settings.setdefault(listener, {})[setting] = value
+        else:
+            raise ListenerSettingsError(
+                f"{key} is not a setting a listener can have (listener.name.NAME. takes "
+                f"{', '.join(PER_LISTENER[:12])}, the sasl.oauthbearer.* settings and "
+                "MECHANISM.sasl.jaas.config)"
+            )
+    return settings, jaas
+
+
+def _sasl(
+    args: argparse.Namespace, own: dict[str, str], jaas: dict[str, str], name: str
+) -> dict[str, Any]:
+    mechanisms = tuple(m.upper() for m in _names(_own(args, own, "sasl.enabled.mechanisms")))
+    refused = [m for m in mechanisms if m not in MECHANISMS]
+    if refused or not mechanisms:
+        raise ListenerSettingsError(
+            f"listener {name}: sasl.enabled.mechanisms={','.join(mechanisms)}: "
+            f"{', '.join(refused) or 'none'} not offered; name some of {', '.join(MECHANISMS)}"
+        )
+    for mechanism in mechanisms:
+        if mechanism != "OAUTHBEARER" and mechanism not in jaas:
+            raise ListenerSettingsError(
+                f"listener {name} enables {mechanism} and has no "
+                f"listener.name.{name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+            )
+    oauth = {k: str(_own(args, own, k)) for k in OAUTH_KEYS if _own(args, own, k) is not None}
+    if "OAUTHBEARER" in mechanisms and "sasl.oauthbearer.jwks.endpoint.url" not in oauth:
+        raise ListenerSettingsError(
+            f"listener {name} enables OAUTHBEARER and names no "
+            "sasl.oauthbearer.jwks.endpoint.url (unsigned tokens are never accepted)"
+        )
+    return {"mechanisms": mechanisms, "jaas": jaas, "oauth": oauth}
+
+
+def _ms(value: object, name: str) -> int:
+    try:
+        ms = int(str(value))
+    except ValueError:
+        ms = -1
+    if ms < 0:
+        raise ListenerSettingsError(
+            f"listener {name}: connections.max.reauth.ms={value}: expected a number of ms >= 0"
+        )
+    return ms
+
+
+def listeners_from_args(args: argparse.Namespace) -> tuple[ListenerSpec, ...]:
+    """Every listener with its protocol, advertised endpoint, TLS and SASL settings;
+    ListenerSettingsError names the first setting that cannot be honoured."""
+    declared: tuple[tuple[str, str, int], ...] = args.listen
+    protocols = dict(args.listener_security_protocol_map)
+    names = {n for n, _, _ in declared}
+    ads = {n: (h, p) for n, h, p in args.advertised_listeners}
+    for n in ads:
+        if n not in names:
+            raise ListenerSettingsError(f"advertised.listeners names {n}, not in listeners")
+    per, jaas = _split_overrides(args.listener_setting, names)
+    specs = []
+    for name, host, port in declared:
+        if name not in protocols:
+            raise ListenerSettingsError(
+                f"listener {name} has no protocol: add {name}:PROTOCOL to "
+                "listener.security.protocol.map"
+            )
+        protocol = protocols[name]
+        own = per.get(name, {})
+        spec: dict[str, Any] = {}
+        if protocol in ("SSL", "SASL_SSL"):
+            spec["tls"] = _tls(args, own, name)
+        if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+            spec.update(_sasl(args, own, jaas.get(name, {}), name))
+        elif name in jaas:
+            raise ListenerSettingsError(
+                f"listener {name} is {protocol}: its sasl.jaas.config would never be used"
+            )
+        ad_host, ad_port = ads.get(name, (None, None))
+        specs.append(
+            ListenerSpec(
+                name=name,
+                protocol=protocol,
+                host=host,
+                port=port,
+                advertised_host=ad_host or None,
+                advertised_port=ad_port,
+                reauth_ms=_ms(_own(args, own, "connections.max.reauth.ms"), name),
+                failed_auth_delay_ms=args.connection_failed_authentication_delay_ms,
+                principal_rules=_own(args, own, "ssl.principal.mapping.rules"),
+                **spec,
+            )
+        )
+    return tuple(specs)

@@ -1,0 +1,333 @@
+"""TLS on a Kafka listener, without I/O: contexts from Kafka's PEM settings, re-read when
+their files change, and one `TlsSession` per connection (bytes in, bytes out).
+
+The listener's asyncio protocol feeds the socket's bytes to `TlsSession.receive` and
+writes what it returns; the session owns an `ssl.SSLObject` over two memory BIOs, as
+asyncio's own TLS transport does, so the protocol sees when a handshake starts and
+ends, can time it out and say why it failed, and picks the context of each
+connection when it opens: after a certificate rotation (cert-manager rewriting the
+files) new connections get the new certificate and the open ones keep theirs.
+
+`distinguished_name` prints the peer certificate's subject as Java's
+`X500Principal.getName()` (RFC 2253) does, the form `ssl.principal.mapping.rules`
+match against.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import ssl
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from zonegate.runtime.clock import Clock
+
+log = logging.getLogger(__name__)
+
+PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+CLIENT_AUTH = {
+    "none": ssl.CERT_NONE,
+    "requested": ssl.CERT_OPTIONAL,
+    "required": ssl.CERT_REQUIRED,
+}
+# TLS 1.3's suites, which OpenSSL enables whatever the cipher list says.
+TLS13_SUITES = ("TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_GCM_SHA256")
+# How often the certificate files' metadata is looked at, at most.
+RELOAD_CHECK_S = 1.0
+
+
+class TlsSettingsError(ValueError):
+    """A TLS setting that cannot be honoured; the message names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class TlsSettings:
+    """One listener's ssl.* settings (Kafka's names), PEM files only."""
+
+    keystore: Path  # ssl.keystore.location: the private key and its certificate chain
+    key_password: str | None = None  # ssl.key.password: of an encrypted private key
+    truststore: Path | None = None  # ssl.truststore.location: the CAs of client certificates
+    client_auth: str = "none"  # ssl.client.auth
+    protocols: tuple[str, ...] = ("TLSv1.2", "TLSv1.3")  # ssl.enabled.protocols
+    cipher_suites: tuple[str, ...] = ()  # ssl.cipher.suites; empty: OpenSSL's defaults
+
+
+def openssl_cipher_name(iana: str) -> str:
+    """Java's (IANA) suite name as OpenSSL names it: TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384
+    -> ECDHE-RSA-AES256-GCM-SHA384."""
+    kx, sep, rest = iana.removeprefix("TLS_").partition("_WITH_")
+    if not sep:
+        return iana  # already OpenSSL's name
+    parts = rest.split("_")
+    if parts[0] == "AES" and len(parts) > 1:  # AES_256_GCM -> AES256-GCM
+        parts = [parts[0] + parts[1], *parts[2:]]
+    parts = [p for p in parts if p != "CBC"]  # OpenSSL names CBC suites by their hash
+    if parts[:2] == ["CHACHA20", "POLY1305"]:  # and CHACHA20's without it
+        parts = ["CHACHA20", "POLY1305"]
+    prefix = [] if kx == "RSA" else kx.split("_")
+    return "-".join([*prefix, *parts])
+
+
+def _ciphers(context: ssl.SSLContext, suites: Sequence[str]) -> None:
+    """Restricts the suites to `suites` (Java's or OpenSSL's names), or refuses by name."""
+    tls12 = [s for s in suites if s not in TLS13_SUITES]
+    tls13 = [s for s in suites if s in TLS13_SUITES]
+    if tls13 and set(tls13) != set(TLS13_SUITES):
+        raise TlsSettingsError(
+            f"ssl.cipher.suites: TLS 1.3's suites cannot be chosen one by one here; list all "
+            f"of {', '.join(TLS13_SUITES)} or none (then TLS 1.3 is off), got {', '.join(tls13)}"
+        )
+    if not tls13:
+        context.maximum_version = ssl.TLSVersion.TLSv1_2
+    if not tls12:
+        context.minimum_version = ssl.TLSVersion.TLSv1_3
+        return
+    known = {c["name"] for c in context.get_ciphers()}
+    names = [openssl_cipher_name(s) for s in tls12]
+    unknown = [s for s, n in zip(tls12, names, strict=True) if n not in known]
+    if unknown:
+        raise TlsSettingsError(f"ssl.cipher.suites: unknown or unavailable: {', '.join(unknown)}")
+    context.set_ciphers(":".join(names))
+
+
+def build_context(settings: TlsSettings) -> ssl.SSLContext:
+    """A server context from the files as they are now; TlsSettingsError names what is
+    wrong (a missing file, a key that does not match, a wrong password)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    unknown = [p for p in settings.protocols if p not in PROTOCOLS]
+    if unknown or not settings.protocols:
+        raise TlsSettingsError(
+            f"ssl.enabled.protocols: only TLSv1.2 and TLSv1.3 are offered, got "
+            f"{', '.join(settings.protocols) or 'none'}"
+        )
+    versions = sorted(PROTOCOLS[p] for p in settings.protocols)
+    context.minimum_version, context.maximum_version = versions[0], versions[-1]
+    if settings.cipher_suites:
+        _ciphers(context, settings.cipher_suites)
+    try:
+        context.load_cert_chain(settings.keystore, password=settings.key_password)
+    except FileNotFoundError:
+        raise TlsSettingsError(
+            f"ssl.keystore.location {str(settings.keystore)!r}: no such file"
+        ) from None
+    except ssl.SSLError as exc:
+        raise TlsSettingsError(
+            f"ssl.keystore.location {str(settings.keystore)!r}: not a PEM private key and "
+            f"certificate chain it can use ({exc.reason or exc}; a wrong ssl.key.password?)"
+        ) from None
+    if settings.client_auth not in CLIENT_AUTH:
+        raise TlsSettingsError(
+            f"ssl.client.auth: expected none, requested or required, got {settings.client_auth!r}"
+        )
+    if settings.truststore is not None:
+        try:
+            context.load_verify_locations(cafile=settings.truststore)
+        except FileNotFoundError:
+            raise TlsSettingsError(
+                f"ssl.truststore.location {str(settings.truststore)!r}: no such file"
+            ) from None
+        except ssl.SSLError as exc:
+            raise TlsSettingsError(
+                f"ssl.truststore.location {str(settings.truststore)!r}: no PEM certificate "
+                f"in it ({exc.reason or exc})"
+            ) from None
+    elif settings.client_auth != "none":
+        raise TlsSettingsError(
+            f"ssl.client.auth={settings.client_auth} needs ssl.truststore.location (the CAs "
+            "client certificates are checked against)"
+        )
+    context.verify_mode = CLIENT_AUTH[settings.client_auth]
+    return context
+
+
+def _stamp(path: Path | None) -> tuple[int, int, int, int] | None:
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0, 0, 0, 0)
+    return (st.st_ino, st.st_dev, st.st_mtime_ns, st.st_size)
+
+
+class ServerContexts:
+    """The listener's current context; the files are looked at (stat only) at most once a
+    second, when a connection opens, and a context is built again when one changed.
+
+    cert-manager replaces a Secret's files through a symlink swap (a new inode) and a
+    plain copy changes the mtime: either is seen. A half-written pair (the key of the new
+    certificate not there yet) fails to load: the old context stays, and it is tried
+    again at the next check; one WARNING per change seen.
+    """
+
+    def __init__(self, settings: TlsSettings, clock: Clock) -> None:
+        self.settings = settings
+        self._clock = clock
+        self._stamps = self._look()
+        self._context = build_context(settings)
+        self._next_check = clock.monotonic() + RELOAD_CHECK_S
+        self._failed_stamps: object = None
+        self.reloads = 0
+
+    def _look(self) -> tuple[object, ...]:
+        return (_stamp(self.settings.keystore), _stamp(self.settings.truststore))
+
+    def current(self) -> ssl.SSLContext:
+        now = self._clock.monotonic()
+        if now >= self._next_check:
+            self._next_check = now + RELOAD_CHECK_S
+            stamps = self._look()
+            if stamps != self._stamps:
+                self._reload(stamps)
+        return self._context
+
+    def _reload(self, stamps: tuple[object, ...]) -> None:
+        try:
+            context = build_context(self.settings)
+        except TlsSettingsError as exc:
+            if stamps != self._failed_stamps:
+                self._failed_stamps = stamps
+                log.warning(
+                    "certificate files changed but cannot be loaded (kept the previous ones): %s",
+                    exc,
+                )
+            return
+        self._context, self._stamps = context, stamps
+        self.reloads += 1
+        log.info("certificate files re-read: new connections get the new certificate")
+
+
+class TlsError(Exception):
+    """The peer broke TLS (or spoke something else); `reason` says what for the log."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def plaintext_kafka(first: bytes) -> bool:
+    """Whether bytes that should open a TLS handshake look like a Kafka request instead:
+    a TLS record starts with 0x16 (handshake) then version 3.x; a Kafka request with a
+    4-byte big-endian size, whose first byte is 0 for any size under 16 MiB."""
+    return len(first) >= 1 and first[0] == 0
+
+
+class TlsSession:
+    """One connection's TLS, sans-IO: `receive(bytes)` -> (application bytes, bytes to
+    send); `send(bytes)` -> bytes to send. TlsError when the peer breaks TLS."""
+
+    _CHUNK = 256 * 1024
+
+    def __init__(self, context: ssl.SSLContext) -> None:
+        self._incoming = ssl.MemoryBIO()
+        self._outgoing = ssl.MemoryBIO()
+        self._obj = context.wrap_bio(self._incoming, self._outgoing, server_side=True)
+        self.handshake_done = False
+        self._seen_bytes = False
+
+    def receive(self, data: bytes) -> tuple[bytes, bytes]:
+        if not self._seen_bytes and data:
+            self._seen_bytes = True
+            if plaintext_kafka(data):
+                raise TlsError("a plaintext Kafka request on a TLS listener")
+            if data[0] != 0x16:
+                raise TlsError(f"not a TLS handshake (first byte 0x{data[0]:02x})")
+        self._incoming.write(data)
+        app = bytearray()
+        try:
+            if not self.handshake_done:
+                try:
+                    self._obj.do_handshake()
+                except ssl.SSLWantReadError:
+                    return b"", self._outgoing.read()
+                self.handshake_done = True
+            while True:
+                try:
+                    chunk = self._obj.read(self._CHUNK)
+                except ssl.SSLWantReadError:
+                    break
+                if not chunk:  # close_notify from the peer
+                    break
+                app += chunk
+        except ssl.SSLZeroReturnError:
+            pass
+        except ssl.SSLError as exc:
+            raise TlsError(f"TLS failed: {exc.reason or exc}") from None
+        return bytes(app), self._outgoing.read()
+
+    def send(self, data: bytes) -> bytes:
+        view = memoryview(data)
+        while view:
+            n = self._obj.write(view)
+            view = view[n:]
+        return self._outgoing.read()
+
+    def version(self) -> str | None:
+        return self._obj.version()
+
+    def peer_dn(self) -> str | None:
+        """The verified client certificate's subject (RFC 2253), or None without one."""
+        cert = self._obj.getpeercert()
+        if not cert:
+            return None
+        return distinguished_name(cert.get("subject", ()))
+
+
+# Java's X500Principal.getName() keywords; other attributes print as OID=#hex of their DER.
+_KEYWORDS = {
+    "commonName": "CN",
+    "countryName": "C",
+    "localityName": "L",
+    "stateOrProvinceName": "ST",
+    "organizationName": "O",
+    "organizationalUnitName": "OU",
+    "streetAddress": "STREET",
+    "domainComponent": "DC",
+    "userId": "UID",
+}
+_OIDS = {
+    "emailAddress": ("1.2.840.113549.1.9.1", 0x16),  # IA5String
+    "serialNumber": ("2.5.4.5", 0x13),  # PrintableString
+    "title": ("2.5.4.12", 0x0C),
+    "surname": ("2.5.4.4", 0x0C),
+    "givenName": ("2.5.4.42", 0x0C),
+}
+
+
+def _escape(value: str) -> str:
+    out = []
+    for i, ch in enumerate(value):
+        if ch in ',+"\\<>;' or (ch == "#" and i == 0) or (ch == " " and i in (0, len(value) - 1)):
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _der_hex(tag: int, value: str) -> str:
+    raw = value.encode()
+    if len(raw) < 0x80:
+        length = bytes([len(raw)])
+    else:
+        size = len(raw).to_bytes((len(raw).bit_length() + 7) // 8, "big")
+        length = bytes([0x80 | len(size)]) + size
+    return "#" + (bytes([tag]) + length + raw).hex()
+
+
+def _attribute(name: str, value: str) -> str:
+    if name in _KEYWORDS:
+        return f"{_KEYWORDS[name]}={_escape(value)}"
+    if name in _OIDS:
+        oid, tag = _OIDS[name]
+        return f"{oid}={_der_hex(tag, value)}"
+    return f"{name}={_escape(value)}"
+
+
+def distinguished_name(subject: Sequence[Sequence[tuple[str, str]]] | Any) -> str:
+    """`ssl.getpeercert()`'s subject as RFC 2253: the last RDN first, RDNs joined by ",",
+    the values of a multi-valued RDN by "+", as Java's X500Principal.getName() prints it."""
+    rdns = ["+".join(_attribute(n, v) for n, v in rdn) for rdn in subject]
+    return ",".join(reversed(rdns))
