@@ -278,6 +278,18 @@ def test_a_tls_handshake_that_never_finishes_is_closed(secured: Secured) -> None
     assert got == sorted(VALUES)
 
 
+def test_a_clients_tls_close_is_answered(secured: Secured) -> None:
+    """A client closing its TLS session (close_notify) gets the node's close_notify at
+    once: asyncio's clients (aiokafka) otherwise wait 30 s on each close."""
+    context = ssl.create_default_context(cafile=str(secured.pki.ca_file))
+    raw = socket.create_connection(("127.0.0.1", secured.node.ports["SSL"]), timeout=10)
+    with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+        tls.settimeout(5)
+        started = time.monotonic()
+        tls.unwrap()
+        assert time.monotonic() - started < 2
+
+
 def test_a_certificate_from_another_ca_is_refused(secured: Secured) -> None:
     from confluent_kafka import KafkaError, Producer
 

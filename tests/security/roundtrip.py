@@ -198,7 +198,10 @@ def _kcat_roundtrip(login: Login, topic: str, group: str) -> list[bytes]:
     assert listed.returncode == 0 and f'topic "{topic}"'.encode() in listed.stdout, listed
     produced = _kcat(login, "-P", "-t", topic, input=b"\n".join(VALUES) + b"\n")
     assert produced.returncode == 0, produced.stderr.decode()
-    consumed = _kcat(login, "-G", group, "-c", str(len(VALUES)), "-f", "%s\n", topic)
+    consumed = _kcat(
+        login, "-X", "auto.offset.reset=earliest", "-G", group, "-c", str(len(VALUES)),
+        "-f", "%s\n", topic,
+    )  # fmt: skip
     assert consumed.returncode == 0, consumed.stderr.decode()
     return consumed.stdout.split()
 
