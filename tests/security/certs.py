@@ -16,6 +16,7 @@ from pathlib import Path
 
 import trustme
 from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
 SERVER_NAMES = ("127.0.0.1", "localhost")
 
@@ -35,9 +36,16 @@ def _write(leaf: trustme.LeafCert, directory: Path, name: str) -> ClientCert:
     pem = directory / f"{name}.pem"
     cert = directory / f"{name}.crt"
     key = directory / f"{name}.key"
-    leaf.private_key_and_cert_chain_pem.write_to_path(str(pem))
-    cert.write_bytes(b"".join(c.bytes() for c in leaf.cert_chain_pems))
-    leaf.private_key_pem.write_to_path(str(key))
+    # PKCS#8, the one key encoding Kafka's PEM keystore reads (trustme writes SEC1).
+    pkcs8 = serialization.load_pem_private_key(leaf.private_key_pem.bytes(), None).private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    chain = b"".join(c.bytes() for c in leaf.cert_chain_pems)
+    pem.write_bytes(pkcs8 + chain)
+    cert.write_bytes(chain)
+    key.write_bytes(pkcs8)
     subject = x509.load_pem_x509_certificate(leaf.cert_chain_pems[0].bytes()).subject
     return ClientCert(pem, cert, key, subject.rfc4514_string())
 
