@@ -18,9 +18,10 @@ server drives it, one `ConnectionAuth` per accepted connection:
     While not auth.authenticated, handle one request at a time (Kafka mutes the
     channel during authentication): the SASL handlers move the state on.
 
-    After a SaslHandshake / SaslAuthenticate answer is built: if auth.failed, log one
-    INFO line (client address, auth.mechanism), wait auth.failure_delay_ms, send the
-    answer, close (connection.failed.authentication.delay.ms).
+    After a SaslHandshake / SaslAuthenticate answer is built: if auth.failed, log
+    auth.failure_log_line(peer address) at INFO (Kafka's line, naming the mechanism),
+    wait auth.failure_delay_ms, send the answer, close
+    (connection.failed.authentication.delay.ms).
 
     While auth.raw_mode (after SaslHandshake v0), each frame is a raw SASL token:
       await auth.prepare(frame); step = auth.raw_token(frame)

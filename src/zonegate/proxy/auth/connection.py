@@ -144,6 +144,7 @@ class ConnectionAuth:
         self._reauth_started: float | None = None
         self._reauth_from: tuple[str, str] | None = None  # (mechanism, principal) before
         self._bad_mechanism_message = ""
+        self._failure: str | None = None  # why authentication failed, for the log
 
     # -- what the server reads ------------------------------------------------------
 
@@ -173,6 +174,13 @@ class ConnectionAuth:
     @property
     def failed(self) -> bool:
         return self._state == State.FAILED
+
+    def failure_log_line(self, peer: str) -> str:
+        """Kafka's INFO line for a failed authentication (its Selector's), naming the
+        mechanism too: `Failed authentication with /10.0.0.7:51234 (...)`."""
+        again = "re-" if self._reauth_from is not None else ""
+        mechanism = f"SASL mechanism {self._mechanism}: " if self._mechanism else ""
+        return f"Failed {again}authentication with {peer} ({mechanism}{self._failure or ''})"
 
     @property
     def failure_delay_ms(self) -> int:
@@ -216,23 +224,26 @@ class ConnectionAuth:
             return Decision(False, "authentication failed", self.failure_delay_ms)
         name = _api_name(api_key)
         if state == State.HANDSHAKE and api_key == API_VERSIONS:
-            self._state = State.FAILED
+            # not an authentication failure in Kafka (an IllegalStateException): no delay
             return Decision(
                 False,
-                "Unexpected ApiVersions request received during SASL authentication "
-                "state HANDSHAKE_REQUEST",
+                self._set_failed(
+                    "Unexpected ApiVersions request received during SASL authentication "
+                    "state HANDSHAKE_REQUEST"
+                ),
             )
-        self._state = State.FAILED
         if state in (State.AUTHENTICATE, State.REAUTH_BAD_MECHANISM):
             return Decision(
                 False,
-                f"Unexpected Kafka request of type {name} during SASL authentication.",
+                self._set_failed(
+                    f"Unexpected Kafka request of type {name} during SASL authentication."
+                ),
                 self.failure_delay_ms,
                 ErrorCode.illegal_sasl_state.value,
             )
         return Decision(
             False,
-            f"Unexpected Kafka request of type {name} during SASL handshake.",
+            self._set_failed(f"Unexpected Kafka request of type {name} during SASL handshake."),
             self.failure_delay_ms,
         )
 
@@ -249,11 +260,12 @@ class ConnectionAuth:
             self._reauth_from = (self._mechanism, self._principal)
             self._reauth_started = self._clock.monotonic()
         elif state not in (State.HANDSHAKE_OR_VERSIONS, State.HANDSHAKE):
-            self._state = State.FAILED
+            self._set_failed(
+                "Unexpected Kafka request of type SASL_HANDSHAKE during SASL authentication."
+            )
             return ErrorCode.illegal_sasl_state.value, ()
         if mechanism not in enabled:
-            log.debug("SASL mechanism '%s' requested by client is not supported", mechanism)
-            self._state = State.FAILED
+            self._set_failed(f"Unsupported SASL mechanism {mechanism}")
             return ErrorCode.unsupported_sasl_mechanism.value, enabled
         self._raw = version == 0
         if self._reauth_from is not None and mechanism != self._reauth_from[0]:
@@ -316,8 +328,13 @@ class ConnectionAuth:
         nothing (Kafka answers raw tokens only on success) and closes after delay_ms."""
         return self._evaluate(token)
 
-    def _fail(self, message: str) -> AuthStep:
+    def _set_failed(self, reason: str) -> str:
         self._state = State.FAILED
+        self._failure = reason
+        return reason
+
+    def _fail(self, message: str) -> AuthStep:
+        self._set_failed(message)
         return AuthStep(
             b"",
             ErrorCode.sasl_authentication_failed.value,
@@ -333,11 +350,11 @@ class ConnectionAuth:
         if self._state == State.REAUTH_BAD_MECHANISM:
             return self._fail(self._bad_mechanism_message)
         if self._state != State.AUTHENTICATE or self._server is None:
-            self._state = State.FAILED
+            message = f"Unexpected SASL token in state {self._state.value}"
             return AuthStep(
                 b"",
                 ErrorCode.illegal_sasl_state.value,
-                f"Unexpected SASL token in state {self._state.value}",
+                self._set_failed(message),
                 failed=True,
                 delay_ms=self.failure_delay_ms,
             )
@@ -372,7 +389,8 @@ class ConnectionAuth:
 
     def _session_lifetime_ms(self, credential_expiry_ms: int | None) -> int:
         """Kafka's calcCompletionTimesAndReturnSessionLifetimeMs."""
-        reauth = self.security.reauth_ms
+        assert self._mechanism is not None
+        reauth = self.security.reauth_ms_for(self._mechanism)
         now = self._clock.wall_ms()
         if credential_expiry_ms is None and reauth <= 0:
             self._session_expires_ms = None

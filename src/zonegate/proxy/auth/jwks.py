@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 # Asymmetric signatures only: a JWKS publishes public keys (Kafka allows any but "none").
 ALGORITHMS = (
     "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA",
+    "Ed25519",  # RFC 9864's name for EdDSA over Ed25519
 )  # fmt: skip
 _MISSING_KID_INTERVAL_MS = 60_000  # Kafka's MISSING_KEY_ID_CACHE_IN_FLIGHT_MS
 _MISSING_KID_ENTRIES = 16  # Kafka's MISSING_KEY_ID_CACHE_MAX_ENTRIES

@@ -60,6 +60,9 @@ class ListenerSecurity:
     principal_rules: tuple[PrincipalRule, ...] = field(
         default_factory=lambda: parse_principal_rules("DEFAULT")
     )
+    # listener.name.<name>.<mechanism>.connections.max.reauth.ms, where set (Kafka's
+    # per-mechanism override of reauth_ms)
+    reauth_ms_by_mechanism: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOLS:
@@ -77,6 +80,12 @@ class ListenerSecurity:
                 f"listener {self.name}: OAUTHBEARER needs sasl.oauthbearer.jwks.endpoint.url"
             )
         object.__setattr__(self, "plain_users", _frozen(self.plain_users))
+        object.__setattr__(
+            self, "reauth_ms_by_mechanism", MappingProxyType(dict(self.reauth_ms_by_mechanism))
+        )
+
+    def reauth_ms_for(self, mechanism: str) -> int:
+        return self.reauth_ms_by_mechanism.get(mechanism, self.reauth_ms)
 
     @property
     def sasl(self) -> bool:

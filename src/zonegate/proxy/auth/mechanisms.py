@@ -95,6 +95,7 @@ class PlainServer:
 
 # Kafka's ClientFirstMessage: only gs2 flag "n" (no channel binding), optional authzid.
 _GS2 = re.compile(r"n,(?:a=(?P<authzid>(?:[^=,]|=2C|=3D)+))?,")
+_USER = re.compile(r"n=((?:[^=,]|=2C|=3D)+),")
 
 
 def _unescape(saslname: str) -> str:
@@ -108,7 +109,6 @@ class ScramServer:
         self._scramp = scramp.ScramMechanism(mechanism).make_server(self._lookup)
         self._stage = 0  # 0: client-first expected, 1: client-final expected, 2: complete
         self._user: str | None = None
-        self._authzid = ""
 
     def _lookup(self, user: str) -> tuple[bytes, bytes, bytes, int] | None:
         cred = self._source.scram_credential(user, self.mechanism)
@@ -153,7 +153,21 @@ class ScramServer:
         if gs2 is None:
             self._stage = 3
             raise InvalidCredentials("Invalid SCRAM client first message format")
-        self._authzid = _unescape(gs2.group("authzid") or "")
+        authzid = _unescape(gs2.group("authzid") or "")
+        if authzid:
+            # scramp refuses any authzid; Kafka refuses one other than the user, after
+            # looking the user up (an unknown user gets the generic message first).
+            self._stage = 3
+            user = _USER.match(text, gs2.end())
+            name = _unescape(user.group(1)) if user is not None else ""
+            if user is None or self._source.scram_credential(name, self.mechanism) is None:
+                raise InvalidCredentials("Authentication failed: Invalid user credentials")
+            if authzid != name:
+                raise AuthenticationFailed(
+                    "Authentication failed: Client requested an authorization id that is "
+                    "different from username"
+                )
+            raise InvalidCredentials("an authorization id is not supported (scramp)")
         try:
             self._scramp.set_client_first(text)
             first: str = self._scramp.get_server_first()
@@ -161,12 +175,6 @@ class ScramServer:
             self._stage = 3
             # unknown user included: Kafka's "Invalid user credentials" is a SaslException
             raise InvalidCredentials(f"Authentication failed: {exc}") from None
-        if self._authzid and self._authzid != self._user:
-            self._stage = 3
-            raise AuthenticationFailed(
-                "Authentication failed: Client requested an authorization id that is "
-                "different from username"
-            )
         self._stage = 1
         return first.encode()
 
