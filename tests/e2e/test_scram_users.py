@@ -3,7 +3,7 @@ confluent-kafka's AdminClient and Apache Kafka's own kafka-configs. Each credent
 stored is checked the way SASL will use it: a real SCRAM exchange (scramp's client
 against scramp's server on the node's copy) accepts the password and refuses a
 wrong one. A change made through one node reaches the other within seconds, on
-SQLite and on PostgreSQL."""
+SQLite and on PostgreSQL, and users outlive a restart."""
 
 from __future__ import annotations
 
@@ -155,6 +155,16 @@ def test_kafka_configs_adds_describes_and_deletes_a_scram_user(
     assert _configs(node, *alice, "--describe") == (
         "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192"
     )
+    # Kafka's refusals, as the tool reports them.
+    gone = java_peer.tool(
+        "kafka-configs", "--bootstrap-server", node.bootstrap, *alice,
+        "--alter", "--delete-config", "SCRAM-SHA-512", check=False,
+    )  # fmt: skip
+    assert gone.returncode == 1
+    assert (
+        "org.apache.kafka.common.errors.ResourceNotFoundException: "
+        "Attempt to delete a user credential that does not exist"
+    ) in gone.stdout + gone.stderr, gone
     # Every user with a credential, as Kafka lists them.
     assert _configs(node, "--entity-type", "users", "--describe") == (
         "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192"
@@ -186,3 +196,8 @@ def test_a_user_added_through_one_node_can_log_in_on_every_node(
     _wait(lambda: authenticates(there, "dave", "SCRAM-SHA-256", "pw-2"))
     assert not authenticates(there, "dave", "SCRAM-SHA-256", "pw-1")
     print(f"\nSCRAM user seen on the other node ({backend}) after {seen:.2f} s")
+    # Kept in the metadata store: nodes started again know the user from their start.
+    node.stop()
+    again = inprocess_factory(args)
+    for n in again.nodes:
+        assert authenticates(n, "dave", "SCRAM-SHA-256", "pw-2")
