@@ -12,6 +12,10 @@ tests kill nodes, never the machine, and a test run need not wait for the disk
         url = pg.new_database()    # postgresql://zonegate@127.0.0.1:PORT/db_1
         ...
         pg.stop(); pg.start()      # the same data, the same port
+
+`PostgresServer(ca=trustme.CA())` serves TLS too (ssl=on) with a certificate of that CA
+for 127.0.0.1 and localhost, and `ca_file` names the CA's PEM file for clients'
+`sslrootcert`; connections without TLS are still accepted, as the default pg_hba.conf.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import pytest
 
@@ -50,7 +55,8 @@ def _free_port() -> int:
 
 
 class PostgresServer:
-    def __init__(self, *, fsync: bool = False) -> None:
+    def __init__(self, *, fsync: bool = False, ca: Any = None) -> None:
+        """`ca`: a trustme.CA whose certificate the server presents over TLS; None: no TLS."""
         self._fsync = fsync
         bindir = postgres_bindir()
         if bindir is None:
@@ -75,6 +81,25 @@ class PostgresServer:
             "--no-sync",
             "--no-instructions",
         )
+        self.ca_file: Path | None = None
+        self._ssl_options = ""
+        if ca is not None:
+            self._ssl_options = self._write_certificate(ca)
+
+    def _write_certificate(self, ca: Any) -> str:
+        """The server's certificate and key in its directory, owned by the user it runs
+        as (PostgreSQL refuses a key others can read); its ssl options."""
+        cert = ca.issue_cert("127.0.0.1", "localhost")
+        crt, key = self.dir / "server.crt", self.dir / "server.key"
+        self.ca_file = self.dir / "ca.pem"
+        cert.cert_chain_pems[0].write_to_path(str(crt))
+        cert.private_key_pem.write_to_path(str(key))
+        ca.cert_pem.write_to_path(str(self.ca_file))
+        os.chmod(key, 0o600)
+        if self._as_root:
+            for path in (crt, key):
+                shutil.chown(path, "postgres")
+        return f" -c ssl=on -c ssl_cert_file={crt} -c ssl_key_file={key}"
 
     def _run(self, tool: str, *args: str) -> None:
         cmd = [str(self._bin / tool), *args]
@@ -92,7 +117,7 @@ class PostgresServer:
         options = (
             f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 "
             f"-c fsync={'on' if self._fsync else 'off'} "
-            "-c max_connections=300 -c shared_buffers=32MB"
+            "-c max_connections=300 -c shared_buffers=32MB" + self._ssl_options
         )
         self._run(
             "pg_ctl",

@@ -12,13 +12,19 @@ PUT is a new TCP connection and a new server thread.
     with MotoS3Server() as s3:
         s3.create_bucket("b")
         ... s3.endpoint_url ...
+
+Given a CA (trustme's), the same app is served over HTTPS with a certificate of that
+CA for 127.0.0.1 (werkzeug's server takes an ssl context; moto's threaded server does
+not pass one on): `endpoint_url` is then https://, `ca_file` the CA's PEM file.
 """
 
 from __future__ import annotations
 
 import os
+import ssl
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -45,16 +51,50 @@ sys.stdin.read()  # parent closes stdin (or dies) -> we stop
 server.stop()
 """
 
+# Moto's ThreadedMotoServer, with werkzeug's ssl context: the certificate and key files.
+_CHILD_TLS = """
+import sys, threading
+from werkzeug.serving import make_server
+from moto.moto_server.werkzeug_app import (
+    DomainDispatcherApplication, MotoRequestHandler, create_backend_app,
+)
+app = DomainDispatcherApplication(create_backend_app)
+server = make_server(
+    "127.0.0.1", 0, app, True, request_handler=MotoRequestHandler,
+    ssl_context=(sys.argv[1], sys.argv[2]),
+)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+print(server.server_address[1], flush=True)
+sys.stdin.read()
+server.shutdown()
+"""
+
 
 class MotoS3Server:
-    def __init__(self, *, default_bucket: str | None = DEFAULT_BUCKET) -> None:
+    def __init__(self, *, default_bucket: str | None = DEFAULT_BUCKET, ca: Any = None) -> None:
+        """`ca`: a trustme.CA to serve HTTPS with a certificate of; None: HTTP."""
         self._default_bucket = default_bucket
         self._proc: subprocess.Popen[str] | None = None
         self.port = 0
+        self._ca = ca
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+        self.ca_file: str | None = None  # the CA's PEM file, when serving HTTPS
 
     @property
     def endpoint_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self._ca is not None else 'http'}://127.0.0.1:{self.port}"
+
+    def _child(self) -> list[str]:
+        if self._ca is None:
+            return [sys.executable, "-c", _CHILD]
+        self._dir = tempfile.TemporaryDirectory(prefix="zonegate-s3-tls-")
+        cert = self._ca.issue_cert("127.0.0.1", "localhost")
+        chain, key = f"{self._dir.name}/s3.pem", f"{self._dir.name}/s3.key"
+        self.ca_file = f"{self._dir.name}/ca.pem"
+        cert.cert_chain_pems[0].write_to_path(chain)
+        cert.private_key_pem.write_to_path(key)
+        self._ca.cert_pem.write_to_path(self.ca_file)
+        return [sys.executable, "-c", _CHILD_TLS, chain, key]
 
     @property
     def pid(self) -> int | None:
@@ -64,7 +104,7 @@ class MotoS3Server:
     def start(self, timeout_s: float = 30.0) -> None:
         env = {**os.environ, **FAKE_AWS_ENV}
         self._proc = subprocess.Popen(
-            [sys.executable, "-c", _CHILD],
+            self._child(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -85,7 +125,8 @@ class MotoS3Server:
         deadline = time.monotonic() + timeout_s
         while True:
             try:
-                with urllib.request.urlopen(self.endpoint_url + "/", timeout=2):
+                context = ssl.create_default_context(cafile=self.ca_file) if self._ca else None
+                with urllib.request.urlopen(self.endpoint_url + "/", timeout=2, context=context):
                     return
             except urllib.error.HTTPError:
                 return  # any HTTP answer means it is serving
@@ -108,6 +149,7 @@ class MotoS3Server:
             region_name=FAKE_AWS_ENV["AWS_DEFAULT_REGION"],
             aws_access_key_id=FAKE_AWS_ENV["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key=FAKE_AWS_ENV["AWS_SECRET_ACCESS_KEY"],
+            verify=self.ca_file,
         )
 
     def create_bucket(self, name: str) -> None:
@@ -127,6 +169,9 @@ class MotoS3Server:
         finally:
             if proc.stdout is not None:
                 proc.stdout.close()
+            if self._dir is not None:
+                self._dir.cleanup()
+                self._dir = None
 
     def __enter__(self) -> MotoS3Server:
         self.start()

@@ -182,9 +182,64 @@ def test_peers_make_new_channels_after_their_certificates_rotate(tmp_path: Path)
             assert second.tls_generation == 1
             assert await second.probe() is None
             assert await first.probe() is None, "the replaced channel still serves its calls"
-            await first.close()
         finally:
             await peers.close()
+            await server.stop(0)
+            await meta.close()
+
+    asyncio.run(run())
+
+
+def test_one_server_name_for_certificates_without_the_nodes_addresses(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Certificates naming only `zonegate-rpc`, not 127.0.0.1: refused by the address,
+    served with zonegate.rpc.ssl.server.name; a caller with a certificate but without the
+    token is refused and logged with its certificate's name."""
+    ca = trustme.CA()
+
+    def files(name: str, server_name: str | None) -> RpcTlsFiles:
+        keystore, truststore = tmp_path / f"{name}.pem", tmp_path / "ca.pem"
+        cert = ca.issue_cert("zonegate-rpc", common_name=name)
+        cert.private_key_and_cert_chain_pem.write_to_path(str(keystore))
+        ca.cert_pem.write_to_path(str(truststore))
+        return RpcTlsFiles(keystore, truststore, server_name)
+
+    async def run() -> None:
+        meta = SqliteMetaStore(str(tmp_path / "m.db"))
+        server_tls = RpcTls(files("node-1", None))
+        server, port = await start_leader_server(
+            LeaderService(meta),
+            "127.0.0.1",
+            0,
+            token="s3cret",
+            credentials=server_tls.server_credentials(),
+        )
+        by_name, by_address = RpcTls(files("node-2", "zonegate-rpc")), RpcTls(files("node-3", None))
+        target = f"127.0.0.1:{port}"
+        clients = [
+            RemoteLeader(
+                target,
+                from_node=n,
+                token=token,
+                credentials=tls.channel_credentials(),
+                options=tls.channel_options(),
+            )
+            for n, tls, token in (
+                (2, by_name, "s3cret"),
+                (3, by_address, "s3cret"),
+                (4, by_name, "guess"),
+            )
+        ]
+        try:
+            assert await clients[0].probe() is None
+            assert "does not name the address dialled" in str(await clients[1].probe())
+            with caplog.at_level(logging.WARNING):
+                assert await clients[2].probe() == "UNAUTHENTICATED"
+            assert "CN=node-2" in caplog.text, "the caller named by its certificate"
+        finally:
+            for c in clients:
+                await c.close()
             await server.stop(0)
             await meta.close()
 

@@ -47,7 +47,10 @@ BytesHook = Callable[[int, int], None]
 
 def _certificate_refused(exc: grpc.aio.AioRpcError) -> bool:
     details = exc.details() or ""
-    return "CERTIFICATE_VERIFY_FAILED" in details or "andshake failed" in details
+    return any(
+        sign in details
+        for sign in ("CERTIFICATE_VERIFY_FAILED", "andshake failed", "Hostname Verification")
+    )
 
 
 def entry_from_pb(e: Any) -> IndexEntry:

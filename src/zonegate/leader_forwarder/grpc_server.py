@@ -80,7 +80,7 @@ class LeaderServicer(pb_grpc.LeaderServicer):
                 log.warning(
                     "refused %d leader RPC calls without the cluster's token, the last from %s",
                     self._refused_unauthenticated,
-                    context.peer(),
+                    _caller(context),
                 )
                 self._refused_unauthenticated = 0
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "no valid cluster token")
@@ -289,6 +289,13 @@ def _add_servicer(servicer: LeaderServicer, server: grpc.aio.Server) -> None:
 _SERVICE = "zonegate.leader.v1.Leader"
 
 
+def _caller(context: Any) -> str:
+    """The caller's address, and over mutual TLS the name its certificate gives it."""
+    names = (context.auth_context() or {}).get("x509_common_name") or []
+    names = [n.decode(errors="replace") for n in names if n]
+    return f"{context.peer()} (certificate CN={names[0]})" if names else str(context.peer())
+
+
 async def _refuse(context: Any, request: Any, reason: str) -> None:
     """Ends a call whose request no zonegate node would send: the caller's fault, so a
     WARNING naming the caller, and INVALID_ARGUMENT (raises, as context.abort does)."""
@@ -296,7 +303,7 @@ async def _refuse(context: Any, request: Any, reason: str) -> None:
         "refused %s from node %d (%s): %s",
         getattr(request, "message_type", type(request).__name__),
         getattr(request, "from_node", -1),
-        context.peer(),
+        _caller(context),
         reason,
     )
     await context.abort(grpc.StatusCode.INVALID_ARGUMENT, reason)

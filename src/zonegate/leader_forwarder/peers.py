@@ -38,6 +38,7 @@ class LeaderPeers:
         self.tls: RpcTls | None = None  # mutual TLS between nodes, when configured
         # A replaced channel is closed this long after, so calls on it may finish.
         self.close_replaced_after_s = 30.0
+        self._retired: dict[RemoteLeader, asyncio.TimerHandle] = {}
 
     def client(self, node_id: int) -> RemoteLeader | None:
         """The client to `node_id`'s leader RPC, or None while the node is unknown."""
@@ -83,7 +84,12 @@ class LeaderPeers:
 
     def _retire(self, remote: RemoteLeader) -> None:
         loop = asyncio.get_running_loop()
-        loop.call_later(self.close_replaced_after_s, lambda: loop.create_task(remote.close()))
+
+        def close() -> None:
+            self._retired.pop(remote, None)
+            loop.create_task(remote.close())
+
+        self._retired[remote] = loop.call_later(self.close_replaced_after_s, close)
 
     async def refusals(self, nodes: Sequence[NodeRecord]) -> tuple[int, list[str]]:
         """Calls each node once: how many answered, and a line for each that refused
@@ -120,5 +126,9 @@ class LeaderPeers:
         )
 
     async def close(self) -> None:
+        for remote, timer in list(self._retired.items()):
+            timer.cancel()
+            await remote.close()
+        self._retired.clear()
         for remote in self._clients.values():
             await remote.close()

@@ -230,6 +230,11 @@ def tls_failure(details: str) -> str | None:
     if "CERTIFICATE_VERIFY_FAILED" in details:
         why = details.rsplit("CERTIFICATE_VERIFY_FAILED:", 1)[-1].strip().removesuffix(": OK")
         return f"its certificate is not signed by this node's CA ({why or 'verify failed'})"
+    if "Hostname Verification" in details:
+        return (
+            "its certificate does not name the address dialled (give the certificates that "
+            "address as a SAN, or one name and zonegate.rpc.ssl.server.name)"
+        )
     if "handshake failed" in details.lower():
         return "the TLS handshake failed: " + details.rsplit("handshake failed", 1)[-1].strip(" :")
     if "Socket closed" in details:

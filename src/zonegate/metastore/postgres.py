@@ -7,6 +7,10 @@ Each store holds a small pool made on first use in the loop that uses it (a
 node's serving loop and its lease keeper's thread each open their own store,
 as with SQLite). Every call is one transaction.
 
+TLS is the URL's, in libpq's names, which asyncpg honours (as do PGSSLMODE and
+PGSSLROOTCERT): `?sslmode=verify-full&sslrootcert=/path/ca.pem` encrypts every
+connection and checks the server's certificate and name (docs/internode-tls.md).
+
 Concurrency is the server's: where SQLite serializes writers with BEGIN
 IMMEDIATE, statements here lock the rows they depend on (`FOR UPDATE` on the
 topic or partition rows, always in stream id order so two transactions never
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -176,4 +181,15 @@ async def migrate(conn: Db) -> int:
 
 
 def _reason(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
+    """One line: the log line and the startup error a user reads."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        # sslmode=verify-ca/verify-full: the CA of the URL's sslrootcert did not sign it.
+        return (
+            f"its TLS certificate is not trusted ({exc.verify_message}): sslrootcert in the "
+            "metadata store URL must name the CA that signed it"
+        )
+    if isinstance(exc, FileNotFoundError) and exc.filename is None:
+        # The ssl module names no file: the only ones a connection opens are the URL's.
+        return "a file the metadata store URL names (sslrootcert, sslcert, sslkey) is missing"
+    lines = [line.strip() for line in (str(exc) or type(exc).__name__).splitlines()]
+    return "; ".join(line for line in lines if line)
