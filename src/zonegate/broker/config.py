@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from zonegate.broker.security_settings import ListenerSpec
+from zonegate.broker.listeners import ListenerSpec
 from zonegate.broker.settings import field_default as _d
 from zonegate.qos.admission import QosSettings
 

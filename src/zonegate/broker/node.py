@@ -25,6 +25,7 @@ from zonegate.broker.group_lag import GroupLag
 from zonegate.broker.http import HttpEndpoint
 from zonegate.broker.lease_keeper import LeaseKeeper
 from zonegate.broker.lifecycle import hand_over
+from zonegate.broker.listeners import ListenerSpec, listener_security
 from zonegate.broker.metrics import node_registry
 from zonegate.broker.node_identity import (
     DataDirLock,
@@ -33,7 +34,6 @@ from zonegate.broker.node_identity import (
     new_incarnation,
 )
 from zonegate.broker.rpc_tls_settings import check_peers_accept, open_rpc_tls
-from zonegate.broker.security_settings import ListenerSpec
 from zonegate.broker.usage import UsageWriter
 from zonegate.coordinator.classic import GroupConfig
 from zonegate.coordinator.consumer_group import ConsumerGroupSettings
@@ -49,6 +49,8 @@ from zonegate.maintenance.jobs import MaintenanceSettings, StorageMaintenance
 from zonegate.maintenance.targets import LedPartitions
 from zonegate.metastore.api import MetaStore, open_metastore
 from zonegate.metastore.models import NodeRecord, PartitionInfo
+from zonegate.proxy.auth import JwksKeys
+from zonegate.proxy.gate import ListenerGate
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.server import KafkaServer, ListenerConfig
 from zonegate.proxy.tls import ServerContexts
@@ -297,6 +299,13 @@ class Node:
     def _listener(self, spec: ListenerSpec) -> KafkaServer:
         config = self.config
         contexts = ServerContexts(spec.tls, self.clock) if spec.tls is not None else None
+        security = listener_security(spec)
+        keys = (
+            JwksKeys(security.oauth, self.clock)
+            if security.sasl and security.oauth is not None
+            else None
+        )
+        gate = ListenerGate(security, self.scram, keys, self.clock)
         return KafkaServer(
             self.services,
             REGISTRY,
@@ -311,6 +320,7 @@ class Node:
                 handshake_timeout_s=config.ssl_handshake_timeout_ms / 1000,
             ),
             contexts,
+            gate,
         )
 
     def _endpoints(self) -> tuple[tuple[str, str, int], ...]:

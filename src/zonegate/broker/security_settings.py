@@ -1,7 +1,8 @@
 """Kafka's listener, TLS and SASL settings: their rows (settings.py adds them to
-SETTINGS), and `listeners_from_args`, which turns them into one `ListenerSpec` per
-listener, as Kafka reads `listeners`, `listener.security.protocol.map`,
-`advertised.listeners` and the `listener.name.<name>.` overrides.
+SETTINGS) and the types of their values. broker/listeners.py turns the values into
+one `ListenerSpec` per listener, as Kafka reads `listeners`,
+`listener.security.protocol.map`, `advertised.listeners` and the
+`listener.name.<name>.` overrides.
 
 Lines of a Kafka `server.properties` work as they are. A setting or value zonegate
 cannot honour (a JKS keystore, GSSAPI, a listener without its TLS files) is refused
@@ -12,13 +13,8 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from zonegate.broker.setting_types import MS, MS_POSITIVE, Setting
-from zonegate.proxy.tls import PROTOCOLS, TlsSettings
 
 PROTOCOL_NAMES = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 # Kafka's default listener.security.protocol.map (KafkaConfig).
@@ -70,33 +66,6 @@ PER_LISTENER = (
     *OAUTH_KEYS,
 )
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-@dataclass(frozen=True, slots=True)
-class ListenerSpec:
-    """One Kafka listener, all its settings resolved."""
-
-    name: str  # as written in `listeners`, upper case by Kafka's convention
-    protocol: str  # PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
-    host: str
-    port: int
-    advertised_host: str | None = None  # None: the node's advertised host
-    advertised_port: int | None = None  # None: the port it listens on
-    tls: TlsSettings | None = None
-    mechanisms: tuple[str, ...] = ()
-    jaas: Mapping[str, str] = field(default_factory=dict)  # mechanism -> sasl.jaas.config
-    oauth: Mapping[str, str] = field(default_factory=dict)  # sasl.oauthbearer.* values
-    reauth_ms: int = 0  # connections.max.reauth.ms
-    failed_auth_delay_ms: int = 100  # connection.failed.authentication.delay.ms
-    principal_rules: str = "DEFAULT"  # ssl.principal.mapping.rules
-
-    @property
-    def uses_tls(self) -> bool:
-        return self.protocol in ("SSL", "SASL_SSL")
-
-    @property
-    def uses_sasl(self) -> bool:
-        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
 
 
 # -- value types -------------------------------------------------------------------------
@@ -151,7 +120,7 @@ def protocol_map(text: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def _names(text: str) -> tuple[str, ...]:
+def names(text: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in text.split(",") if p.strip())
 
 
@@ -378,183 +347,3 @@ SECURITY_SETTINGS: tuple[Setting, ...] = (
         into=None,
     ),
 )
-
-
-# -- resolving the listeners ---------------------------------------------------------------
-
-
-class ListenerSettingsError(ValueError):
-    """A listener setting that cannot be honoured; the message names it."""
-
-
-def _pem(kind: str, value: str, key: str) -> None:
-    if value.upper() != "PEM":
-        raise ListenerSettingsError(
-            f"{key}={value}: only PEM files are read (convert a {value.upper()} store to "
-            "PEM with keytool -importkeystore and openssl pkcs12)"
-        )
-
-
-def _own(args: argparse.Namespace, prefix: dict[str, str], key: str) -> Any:
-    """A listener's value of `key`: its `listener.name.<name>.` override, else the
-    top-level setting's value."""
-    if key in prefix:
-        return prefix[key]
-    return getattr(args, key.replace(".", "_").replace("-", "_"))
-
-
-def _tls(args: argparse.Namespace, own: dict[str, str], name: str) -> TlsSettings:
-    where = f"listener {name}"
-    location = _own(args, own, "ssl.keystore.location")
-    if not location:
-        raise ListenerSettingsError(
-            f"{where} uses TLS and names no ssl.keystore.location (a PEM file with the key "
-            "and its certificate chain)"
-        )
-    _pem("keystore", _own(args, own, "ssl.keystore.type"), "ssl.keystore.type")
-    trust = _own(args, own, "ssl.truststore.location")
-    if trust:
-        _pem("truststore", _own(args, own, "ssl.truststore.type"), "ssl.truststore.type")
-    protocols = _names(_own(args, own, "ssl.enabled.protocols"))
-    unknown = [p for p in protocols if p not in PROTOCOLS]
-    if unknown or not protocols:
-        raise ListenerSettingsError(
-            f"ssl.enabled.protocols={','.join(protocols)}: only TLSv1.2 and TLSv1.3 are offered"
-        )
-    context_protocol = _own(args, own, "ssl.protocol")
-    if context_protocol not in ("TLS", "TLSv1.2", "TLSv1.3"):
-        raise ListenerSettingsError(
-            f"ssl.protocol={context_protocol}: only TLS, TLSv1.2 and TLSv1.3 are offered"
-        )
-    client_auth = _own(args, own, "ssl.client.auth")
-    if client_auth not in ("none", "requested", "required"):
-        raise ListenerSettingsError(
-            f"ssl.client.auth={client_auth}: expected none, requested or required"
-        )
-    return TlsSettings(
-        keystore=Path(location),
-        key_password=_own(args, own, "ssl.key.password") or None,
-        truststore=Path(trust) if trust else None,
-        client_auth=client_auth,
-        protocols=protocols,
-        cipher_suites=_names(_own(args, own, "ssl.cipher.suites")),
-    )
-
-
-def _split_overrides(
-    lines: tuple[tuple[str, str], ...], names: set[str]
-) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
-    """{listener: {setting: value}} and {listener: {mechanism: jaas}} from the
-    `listener.name.` lines; a key Kafka does not allow, or naming no listener, refused."""
-    settings: dict[str, dict[str, str]] = {}
-    jaas: dict[str, dict[str, str]] = {}
-    for key, value in lines:
-        rest = key.removeprefix("listener.name.")
-        listener, _, setting = rest.partition(".")
-        if listener.upper() not in names:
-            raise ListenerSettingsError(f"{key}: no listener is named {listener.upper()}")
-        listener = listener.upper()
-        mechanism, _, tail = setting.partition(".")
-        if tail == "sasl.jaas.config" and mechanism.upper() in MECHANISMS:
-            jaas.setdefault(listener, {})[mechanism.upper()] = value
-        elif mechanism == "oauthbearer" and tail == "sasl.server.callback.handler.class":
-            if value not in OAUTH_VALIDATORS:
-                raise ListenerSettingsError(
-                    f"{key}={value}: only Kafka's OAuthBearerValidatorCallbackHandler (JWTs "
-                    "checked against sasl.oauthbearer.jwks.endpoint.url) is offered"
-                )
-        elif mechanism == "oauthbearer" and tail in OAUTH_KEYS:
-            settings.setdefault(listener, {})[tail] = value
-        elif setting in PER_LISTENER:
-            settings.setdefault(listener, {})[setting] = value
-        else:
-            raise ListenerSettingsError(
-                f"{key} is not a setting a listener can have (listener.name.NAME. takes "
-                f"{', '.join(PER_LISTENER[:12])}, the sasl.oauthbearer.* settings and "
-                "MECHANISM.sasl.jaas.config)"
-            )
-    return settings, jaas
-
-
-def _sasl(
-    args: argparse.Namespace, own: dict[str, str], jaas: dict[str, str], name: str
-) -> dict[str, Any]:
-    mechanisms = tuple(m.upper() for m in _names(_own(args, own, "sasl.enabled.mechanisms")))
-    refused = [m for m in mechanisms if m not in MECHANISMS]
-    if refused or not mechanisms:
-        raise ListenerSettingsError(
-            f"listener {name}: sasl.enabled.mechanisms={','.join(mechanisms)}: "
-            f"{', '.join(refused) or 'none'} not offered; name some of {', '.join(MECHANISMS)}"
-        )
-    for mechanism in mechanisms:
-        if mechanism != "OAUTHBEARER" and mechanism not in jaas:
-            raise ListenerSettingsError(
-                f"listener {name} enables {mechanism} and has no "
-                f"listener.name.{name.lower()}.{mechanism.lower()}.sasl.jaas.config"
-            )
-    oauth = {k: str(_own(args, own, k)) for k in OAUTH_KEYS if _own(args, own, k) is not None}
-    if "OAUTHBEARER" in mechanisms and "sasl.oauthbearer.jwks.endpoint.url" not in oauth:
-        raise ListenerSettingsError(
-            f"listener {name} enables OAUTHBEARER and names no "
-            "sasl.oauthbearer.jwks.endpoint.url (unsigned tokens are never accepted)"
-        )
-    return {"mechanisms": mechanisms, "jaas": jaas, "oauth": oauth}
-
-
-def _ms(value: object, name: str) -> int:
-    try:
-        ms = int(str(value))
-    except ValueError:
-        ms = -1
-    if ms < 0:
-        raise ListenerSettingsError(
-            f"listener {name}: connections.max.reauth.ms={value}: expected a number of ms >= 0"
-        )
-    return ms
-
-
-def listeners_from_args(args: argparse.Namespace) -> tuple[ListenerSpec, ...]:
-    """Every listener with its protocol, advertised endpoint, TLS and SASL settings;
-    ListenerSettingsError names the first setting that cannot be honoured."""
-    declared: tuple[tuple[str, str, int], ...] = args.listen
-    protocols = dict(args.listener_security_protocol_map)
-    names = {n for n, _, _ in declared}
-    ads = {n: (h, p) for n, h, p in args.advertised_listeners}
-    for n in ads:
-        if n not in names:
-            raise ListenerSettingsError(f"advertised.listeners names {n}, not in listeners")
-    per, jaas = _split_overrides(args.listener_setting, names)
-    specs = []
-    for name, host, port in declared:
-        if name not in protocols:
-            raise ListenerSettingsError(
-                f"listener {name} has no protocol: add {name}:PROTOCOL to "
-                "listener.security.protocol.map"
-            )
-        protocol = protocols[name]
-        own = per.get(name, {})
-        spec: dict[str, Any] = {}
-        if protocol in ("SSL", "SASL_SSL"):
-            spec["tls"] = _tls(args, own, name)
-        if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
-            spec.update(_sasl(args, own, jaas.get(name, {}), name))
-        elif name in jaas:
-            raise ListenerSettingsError(
-                f"listener {name} is {protocol}: its sasl.jaas.config would never be used"
-            )
-        ad_host, ad_port = ads.get(name, (None, None))
-        specs.append(
-            ListenerSpec(
-                name=name,
-                protocol=protocol,
-                host=host,
-                port=port,
-                advertised_host=ad_host or None,
-                advertised_port=ad_port,
-                reauth_ms=_ms(_own(args, own, "connections.max.reauth.ms"), name),
-                failed_auth_delay_ms=args.connection_failed_authentication_delay_ms,
-                principal_rules=_own(args, own, "ssl.principal.mapping.rules"),
-                **spec,
-            )
-        )
-    return tuple(specs)

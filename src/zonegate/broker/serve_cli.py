@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from zonegate.broker.config import NodeConfig
 from zonegate.broker.config_file import UNSET, resolve
+from zonegate.broker.listeners import ListenerSpec, listeners_from_args
 from zonegate.broker.qos_flags import qos_from_args
-from zonegate.broker.security_settings import ListenerSpec, listeners_from_args
 from zonegate.broker.settings import add_settings, node_fields
 from zonegate.broker.startup import StartupError, bind_failure, check_config, check_writable_dir
 from zonegate.metastore.models import MetaStoreError

@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from zonegate.broker.config import NodeConfig
-from zonegate.broker.security_settings import ListenerSpec
+from zonegate.broker.listeners import ListenerSpec
 from zonegate.proxy.tls import TlsSettingsError, build_context
 
 

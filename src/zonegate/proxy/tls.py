@@ -8,9 +8,9 @@ ends, can time it out and say why it failed, and picks the context of each
 connection when it opens: after a certificate rotation (cert-manager rewriting the
 files) new connections get the new certificate and the open ones keep theirs.
 
-`distinguished_name` prints the peer certificate's subject as Java's
-`X500Principal.getName()` (RFC 2253) does, the form `ssl.principal.mapping.rules`
-match against.
+`TlsSession.peer_dn` is the client certificate's subject as Java's
+`X500Principal.getName()` (RFC 2253) prints it, the form `ssl.principal.mapping.rules`
+match against (proxy/auth's `distinguished_name`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from zonegate.proxy.auth import distinguished_name
 from zonegate.runtime.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -269,65 +269,7 @@ class TlsSession:
         return self._obj.version()
 
     def peer_dn(self) -> str | None:
-        """The verified client certificate's subject (RFC 2253), or None without one."""
-        cert = self._obj.getpeercert()
-        if not cert:
-            return None
-        return distinguished_name(cert.get("subject", ()))
-
-
-# Java's X500Principal.getName() keywords; other attributes print as OID=#hex of their DER.
-_KEYWORDS = {
-    "commonName": "CN",
-    "countryName": "C",
-    "localityName": "L",
-    "stateOrProvinceName": "ST",
-    "organizationName": "O",
-    "organizationalUnitName": "OU",
-    "streetAddress": "STREET",
-    "domainComponent": "DC",
-    "userId": "UID",
-}
-_OIDS = {
-    "emailAddress": ("1.2.840.113549.1.9.1", 0x16),  # IA5String
-    "serialNumber": ("2.5.4.5", 0x13),  # PrintableString
-    "title": ("2.5.4.12", 0x0C),
-    "surname": ("2.5.4.4", 0x0C),
-    "givenName": ("2.5.4.42", 0x0C),
-}
-
-
-def _escape(value: str) -> str:
-    out = []
-    for i, ch in enumerate(value):
-        if ch in ',+"\\<>;' or (ch == "#" and i == 0) or (ch == " " and i in (0, len(value) - 1)):
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def _der_hex(tag: int, value: str) -> str:
-    raw = value.encode()
-    if len(raw) < 0x80:
-        length = bytes([len(raw)])
-    else:
-        size = len(raw).to_bytes((len(raw).bit_length() + 7) // 8, "big")
-        length = bytes([0x80 | len(size)]) + size
-    return "#" + (bytes([tag]) + length + raw).hex()
-
-
-def _attribute(name: str, value: str) -> str:
-    if name in _KEYWORDS:
-        return f"{_KEYWORDS[name]}={_escape(value)}"
-    if name in _OIDS:
-        oid, tag = _OIDS[name]
-        return f"{oid}={_der_hex(tag, value)}"
-    return f"{name}={_escape(value)}"
-
-
-def distinguished_name(subject: Sequence[Sequence[tuple[str, str]]] | Any) -> str:
-    """`ssl.getpeercert()`'s subject as RFC 2253: the last RDN first, RDNs joined by ",",
-    the values of a multi-valued RDN by "+", as Java's X500Principal.getName() prints it."""
-    rdns = ["+".join(_attribute(n, v) for n, v in rdn) for rdn in subject]
-    return ",".join(reversed(rdns))
+        """The verified client certificate's subject as Java's X500Principal.getName()
+        prints it (RFC 2253), or None when the client sent none."""
+        der = self._obj.getpeercert(binary_form=True)
+        return distinguished_name(der) if der else None

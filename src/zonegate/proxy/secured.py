@@ -1,0 +1,143 @@
+"""The security half of a Kafka connection: its TLS (proxy/tls.py) and its SASL
+authentication (proxy/auth, through the listener's gate, proxy/gate.py).
+
+`SecuredConnection` is the part of `KafkaConnection` (proxy/server.py) that moves
+TLS records and raw SASL tokens and acts on the authenticator's decisions:
+requests it does not admit close the connection (after the failed-authentication
+delay when it says so), a failed SASL answer is sent after
+connection.failed.authentication.delay.ms and the connection closed with one INFO
+line, and a TLS handshake not finished in time, or not TLS at all, closes it with
+one WARNING. The decisions themselves are proxy/auth's; this only moves bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from zonegate.proxy.gate import (
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    CertificateRefused,
+    raw_token_frame,
+)
+from zonegate.proxy.tls import TlsError, TlsSession
+
+if TYPE_CHECKING:
+    from zonegate.proxy.auth import AuthStep, ConnectionAuth
+    from zonegate.proxy.context import ClientInfo, RequestContext
+    from zonegate.proxy.server import KafkaServer, ListenerConfig
+
+
+class SecuredConnection:
+    """TLS and SASL of one connection; KafkaConnection provides the rest."""
+
+    _server: KafkaServer
+    _config: ListenerConfig
+    _transport: asyncio.Transport | None
+    _tls: TlsSession | None
+    _handshake_timer: asyncio.TimerHandle | None
+    _held: Any
+    _closed: bool
+    peer_dn: str | None
+    auth: ConnectionAuth | None
+    client: ClientInfo
+
+    def abort(self, reason: str, level: int = logging.WARNING) -> None:
+        raise NotImplementedError
+
+    def _pause_reading(self, reason: str) -> None:
+        raise NotImplementedError
+
+    def _dispatch_held(self) -> None:
+        raise NotImplementedError
+
+    def _start_auth(self, peer_dn: str | None) -> bool:
+        gate = self._server.gate
+        if gate is None:
+            return True
+        try:
+            self.auth = gate.connection(peer_dn)
+        except CertificateRefused as exc:
+            self.abort(f"client certificate refused: {exc}")
+            return False
+        return True
+
+    def _handshake_timed_out(self) -> None:
+        self.abort(
+            f"TLS handshake not finished within {self._config.handshake_timeout_s:g}s "
+            f"on listener {self._config.name}"
+        )
+
+    def _write(self, data: bytes) -> None:
+        assert self._transport is not None
+        if self._tls is not None:
+            data = self._tls.send(data)
+        self._transport.write(data)
+
+    def _tls_received(self, data: bytes) -> bytes:
+        """The application bytes in `data`; sends what TLS answers (handshake records)."""
+        assert self._tls is not None and self._transport is not None
+        was_done = self._tls.handshake_done
+        try:
+            app, out = self._tls.receive(data)
+        except TlsError as exc:
+            self.abort(f"{exc.reason} (listener {self._config.name})")
+            return b""
+        if out:
+            self._transport.write(out)
+        if self._tls.handshake_done and not was_done:
+            if self._handshake_timer is not None:
+                self._handshake_timer.cancel()
+                self._handshake_timer = None
+            self.peer_dn = self._tls.peer_dn()
+            if not self._start_auth(self.peer_dn):
+                return b""
+        return app
+
+    async def _raw_token(self, auth: ConnectionAuth, token: bytes) -> AuthStep:
+        await auth.prepare(token)  # OAUTHBEARER: the JWKS, when stale or missing a key
+        return auth.raw_token(token)
+
+    async def _answer_raw_token(self, step: AuthStep) -> bool:
+        """Writes the answer to a raw token; on failure (no answer, Kafka's way) waits
+        the failed-authentication delay and closes: False."""
+        if step.failed:
+            await asyncio.sleep(step.delay_ms / 1000)
+            self._close_failed_authentication(step.error_message)
+            return False
+        self._write(raw_token_frame(step.reply))
+        if self._held:
+            self._dispatch_held()
+        return True
+
+    def _auth_failed(self, ctx: RequestContext, api_key: int) -> bool:
+        return (
+            api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE)
+            and ctx.auth is not None
+            and ctx.auth.failed
+        )
+
+    def _close_failed_authentication(self, answer: Any) -> None:
+        """One INFO line naming the client and the mechanism, as Kafka logs a failed
+        authentication, then the connection closed (its answer already written)."""
+        auth = self.auth
+        mechanism = auth.mechanism if auth is not None else None
+        message = getattr(answer, "error_message", answer) or "unsupported SASL mechanism"
+        self.abort(
+            f"Failed authentication with /{self.client.host} ({message}) "
+            f"[mechanism {mechanism or '?'}, listener {self._config.name}]",
+            logging.INFO,
+        )
+
+    def _refuse(self, reason: str, delay_ms: int) -> None:
+        """A request the authenticator does not admit: nothing more is read or answered,
+        and the connection closes after `delay_ms`."""
+        self._held.clear()
+        self._pause_reading("refused")
+        level = logging.INFO if "expired" in reason else logging.WARNING
+        if delay_ms <= 0:
+            self.abort(reason, level)
+            return
+        asyncio.get_running_loop().call_later(delay_ms / 1000, self.abort, reason, level)
