@@ -11,9 +11,9 @@ hold) is refused, the node answering SASL_AUTHENTICATION_FAILED with Kafka's mes
 clients that speak the wrong protocol on a port are closed. The mapped certificate
 principal is seen where a user sees it: its `user` client quota applies.
 
-kcat takes its OAUTHBEARER token from the test's token endpoint (librdkafka's
-sasl.oauthbearer.method=oidc); an expired token cannot be asked of that endpoint
-(librdkafka refuses one before sending it), so kcat's refusals cover the other cases.
+kcat (Debian's 1.7.1, librdkafka 2.0.2 built without libcurl) cannot fetch OAuth tokens
+(sasl.oauthbearer.method=oidc) nor be handed one, so it does not log in with OAUTHBEARER
+here; its OAUTHBEARER refusal is of librdkafka's unsecured (unsigned) JWT.
 """
 
 from __future__ import annotations
@@ -60,6 +60,18 @@ BAD = {
     "SCRAM-SHA-512 unknown user": ("SCRAM-SHA-512", {"username": "mallory"}),
     "OAUTHBEARER expired token": ("OAUTHBEARER", {"expired": True}),
     "OAUTHBEARER foreign key": ("OAUTHBEARER", {"foreign": True}),
+}
+
+# What Kafka's SaslServerAuthenticator answers a failed login with, per mechanism.
+KAFKA_MESSAGES = {
+    "PLAIN": "Authentication failed: Invalid username or password",
+    **{
+        m: "Authentication failed during authentication due to invalid credentials with "
+        f"SASL mechanism {m}"
+        for m in ("SCRAM-SHA-256", "SCRAM-SHA-512")
+    },
+    # OAuthBearerSaslServer's error challenge, which ends the exchange as the message.
+    "OAUTHBEARER": '{"status":"invalid_token"}',
 }
 
 
@@ -115,14 +127,13 @@ def create_scram_users(bootstrap_login: Login) -> None:
     )
 
     admin = AdminClient(confluent(bootstrap_login))
-    upserts = [
-        UserScramCredentialUpsertion(
+    # One request per mechanism: Kafka refuses a user altered twice in one request.
+    for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512):
+        upsert = UserScramCredentialUpsertion(
             SCRAM_USER, ScramCredentialInfo(mechanism, 4096), SCRAM_PASSWORD.encode()
         )
-        for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512)
-    ]
-    for future in admin.alter_user_scram_credentials(upserts).values():
-        future.result(30)
+        for future in admin.alter_user_scram_credentials([upsert]).values():
+            future.result(30)
     described = admin.describe_user_scram_credentials([SCRAM_USER])[SCRAM_USER].result(30)
     assert {i.mechanism for i in described.scram_credential_infos} == {
         ScramMechanism.SCRAM_SHA_256,
@@ -153,6 +164,8 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("client", CLIENTS)
 def test_client_produces_and_consumes_in_a_group(secured: Secured, client: str, kind: str) -> None:
+    if client == "kcat" and kind == "OAUTHBEARER":
+        pytest.skip("Debian's kcat has no OIDC token fetching (librdkafka built without libcurl)")
     name = f"sec-{client}-{kind}".lower()
     got = roundtrip(client, secured.login(kind), name, name + "-group")
     assert got == sorted(VALUES)
@@ -161,11 +174,20 @@ def test_client_produces_and_consumes_in_a_group(secured: Secured, client: str, 
 @pytest.mark.parametrize("case", list(BAD))
 @pytest.mark.parametrize("client", CLIENTS)
 def test_bad_login_is_refused(secured: Secured, client: str, case: str) -> None:
+    login = secured.bad_login(case)
     if client == "kcat" and case == "OAUTHBEARER expired token":
-        pytest.skip("kcat fetches its own token; librdkafka drops an expired one unsent")
-    seen = refusal(client, secured.bad_login(case))
-    # Each client reports the node's SASL_AUTHENTICATION_FAILED, with its message.
-    assert "Authentication failed" in seen or "SaslAuthenticationFailed" in seen, seen
+        pytest.skip("kcat cannot be handed a token; its unsigned one is the foreign-key case")
+    if client == "kcat" and case == "OAUTHBEARER foreign key":
+        login = login.but(oidc=None, username="dave")  # librdkafka's unsecured JWT
+    seen = refusal(client, login)
+    if client == "aiokafka" and BAD[case][0] == "OAUTHBEARER":
+        # aiokafka does not answer the server's OAUTHBEARER error challenge with the %x01
+        # that Kafka's protocol asks for; it sends its next request instead, and the node
+        # (as Kafka) closes the connection unauthenticated: refused, without the message.
+        assert "closed" in seen, seen
+        return
+    # Each client reports the node's SASL_AUTHENTICATION_FAILED with Kafka's message.
+    assert KAFKA_MESSAGES[BAD[case][0]] in seen, seen
 
 
 # -- the node's own answer, byte for byte -------------------------------------------

@@ -7,9 +7,11 @@ token. Each builder returns exactly the settings a user of that client would wri
 the tests show that Kafka users' client settings work unchanged.
 
 OAUTHBEARER: confluent-kafka gets the token from `oauth_cb`, kafka-python and aiokafka
-from their `sasl_oauth_token_provider`, kcat fetches its own from the test issuer's token
-endpoint (librdkafka's `sasl.oauthbearer.method=oidc`), and the Java client from the same
-endpoint through Kafka's OAuthBearerLoginCallbackHandler.
+from their `sasl_oauth_token_provider`, the Java client from the test issuer's token
+endpoint through Kafka's OAuthBearerLoginCallbackHandler. kcat can fetch its own from
+that endpoint (librdkafka's `sasl.oauthbearer.method=oidc`) only where its librdkafka
+was built with libcurl, which Debian's kcat 1.7.1 is not; without `oidc` it sends
+librdkafka's unsecured JWT, which the tests use as a token that must be refused.
 """
 
 from __future__ import annotations
@@ -111,8 +113,13 @@ def kcat_args(login: Login) -> list[str]:
     conf.update(_librdkafka_tls(login))
     if login.sasl:
         conf["sasl.mechanism"] = str(login.mechanism)
-        if login.mechanism == "OAUTHBEARER":
+        if login.mechanism == "OAUTHBEARER" and login.oidc is not None:
             conf.update(_librdkafka_oidc(login))
+        elif login.mechanism == "OAUTHBEARER":
+            # librdkafka's development mode: an unsecured (unsigned) JWT for this subject,
+            # which a node checking signatures must refuse.
+            conf["sasl.oauthbearer.config"] = f"principal={login.username}"
+            conf["enable.sasl.oauthbearer.unsecure.jwt"] = "true"
         else:
             conf["sasl.username"] = str(login.username)
             conf["sasl.password"] = str(login.password)

@@ -9,8 +9,11 @@ produce, consume in a group (committing), and what a refused login looks like to
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import subprocess
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from tests.security import client_configs
@@ -111,11 +114,31 @@ def _kp_roundtrip(login: Login, topic: str, group: str) -> list[bytes]:
 def _kp_refusal(login: Login) -> str:
     from kafka import KafkaProducer
 
-    try:
-        KafkaProducer(**client_configs.kafka_python(login), api_version_auto_timeout_ms=15000)
-    except Exception as exc:  # the client's own exception types say what it saw
-        return f"{type(exc).__name__}: {exc}"
+    with _logged("kafka") as records:
+        try:
+            KafkaProducer(**client_configs.kafka_python(login), bootstrap_timeout_ms=5000)
+        except Exception as exc:  # the client's own exception types say what it saw
+            return "\n".join([f"{type(exc).__name__}: {exc}", *records])
     raise AssertionError("kafka-python connected with a bad login")
+
+
+@contextlib.contextmanager
+def _logged(logger: str) -> Iterator[list[str]]:
+    """What a client library logs meanwhile: kafka-python and aiokafka log the broker's
+    SASL error where they connect and raise a generic 'cannot bootstrap' after."""
+    records: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record.getMessage())
+
+    handler = Keep(logging.INFO)
+    log = logging.getLogger(logger)
+    log.addHandler(handler)
+    try:
+        yield records
+    finally:
+        log.removeHandler(handler)
 
 
 # -- aiokafka ----------------------------------------------------------------------
@@ -171,7 +194,8 @@ def _aio_refusal(login: Login) -> str:
             await producer.stop()
         raise AssertionError("aiokafka connected with a bad login")
 
-    return asyncio.run(attempt())
+    with _logged("aiokafka") as records:
+        return "\n".join([asyncio.run(attempt()), *records])
 
 
 # -- kcat --------------------------------------------------------------------------
