@@ -57,11 +57,12 @@ def security_properties(
         "ssl.keystore.location": str(pki.server_pem),
         "ssl.truststore.type": "PEM",
         "ssl.truststore.location": str(pki.ca_file),
-        "listener.name.ssl.ssl.client.auth": client_auth,
         "ssl.principal.mapping.rules": PRINCIPAL_RULES,
         "sasl.enabled.mechanisms": ",".join(mechanisms),
         "connection.failed.authentication.delay.ms": str(FAILED_AUTH_DELAY_MS),
     }
+    if "SSL" in ports:
+        props["listener.name.ssl.ssl.client.auth"] = client_auth
     for listener in (n for n in ports if n.startswith("SASL_")):
         prefix = f"listener.name.{listener.lower()}."
         props[prefix + "plain.sasl.jaas.config"] = plain_jaas(PLAIN_USERS)
