@@ -9,7 +9,7 @@ import pytest
 import scramp
 from kio.schema.errors import ErrorCode
 
-from tests.proxy.auth.conftest import ScramUsers, TokenIssuer, oauth_first, oauth_settings
+from tests.proxy.auth.sasl_clients import ScramUsers, TokenIssuer, oauth_first, oauth_settings
 from zonegate.proxy.auth import ConnectionAuth, JwksKeys, ListenerSecurity, State
 from zonegate.runtime.clock import ManualClock
 
@@ -246,6 +246,10 @@ def test_oauthbearer_malformed_message_and_authzid() -> None:
     auth = s.conn()
     _handshake(auth, "OAUTHBEARER")
     step = auth.authenticate(b"n,,auth=Bearer x")
+    assert (step.error_code, step.error_message) == (FAILED, _generic("OAUTHBEARER"))
+    auth = s.conn()
+    _handshake(auth, "OAUTHBEARER")
+    step = auth.authenticate(b"n,,\x01auth=Basic YWxpY2U6cHc=\x01\x01")  # not a bearer token
     assert (step.error_code, step.error_message) == (FAILED, _generic("OAUTHBEARER"))
     auth = s.conn()
     _handshake(auth, "OAUTHBEARER")

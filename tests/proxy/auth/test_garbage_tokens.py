@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
-from tests.proxy.auth.conftest import ScramUsers, TokenIssuer, oauth_settings
+from tests.proxy.auth.sasl_clients import ScramUsers, TokenIssuer, oauth_settings
 from zonegate.proxy.auth import ConnectionAuth, JwksKeys, ListenerSecurity
 from zonegate.runtime.clock import ManualClock
 

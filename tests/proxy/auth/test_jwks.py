@@ -12,7 +12,7 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import ECKey, KeySet, OKPKey, RSAKey
 
-from tests.proxy.auth.conftest import TokenIssuer, oauth_settings
+from tests.proxy.auth.sasl_clients import TokenIssuer, oauth_settings
 from zonegate.proxy.auth import JwksKeys, OAuthSettings, validate_jwt
 from zonegate.proxy.auth.jwks import InvalidToken
 from zonegate.runtime.clock import ManualClock

@@ -19,7 +19,7 @@ from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.static.protocol import RequestPayload
 
 import zonegate.proxy.handlers  # noqa: F401  (registers every handler)
-from tests.proxy.auth.conftest import ScramUsers, TokenIssuer, oauth_first, oauth_settings
+from tests.proxy.auth.sasl_clients import ScramUsers, TokenIssuer, oauth_first, oauth_settings
 from zonegate.proxy.auth import ConnectionAuth, JwksKeys, ListenerSecurity
 from zonegate.proxy.codec import (
     decode_request,

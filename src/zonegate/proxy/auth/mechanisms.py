@@ -257,5 +257,7 @@ def parse_oauth_first(response: bytes) -> tuple[str, str]:
     if am is None:
         raise InvalidCredentials("Invalid OAUTHBEARER client first message: invalid 'auth' format")
     if am.group("scheme").lower() != "bearer":
-        raise InvalidCredentials(f"Invalid scheme in OAUTHBEARER client first message: {am}")
+        raise InvalidCredentials(
+            f"Invalid scheme in OAUTHBEARER client first message: {am.group('scheme')}"
+        )
     return am.group("token"), m.group("authzid") or ""
