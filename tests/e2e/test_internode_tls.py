@@ -9,6 +9,7 @@ the cluster's CA (trustme's):
   the peer that refused it and why, whether it trusts the other CA or the cluster's;
 - leader calls without a valid client certificate (none, another CA's, plaintext) are
   refused in the handshake, the cluster's token in hand or not, and nothing is appended;
+- a node's certificate rotated in place is what new connections get, with no restart;
 - a node whose PostgreSQL CA is wrong refuses to start with one line saying so.
 """
 
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -110,6 +113,19 @@ async def raw_append(port: int, credentials: grpc.ChannelCredentials | None, tok
         except grpc.aio.AioRpcError as exc:
             return exc.code().name
     return "OK"
+
+
+def served_name(port: int, keystore: Path, truststore: Path) -> str:
+    """The common name of the certificate a node's RPC listener gives a new connection."""
+    ctx = ssl.create_default_context(cafile=str(truststore))
+    ctx.load_cert_chain(keystore)
+    ctx.set_alpn_protocols(["h2"])
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        subject = dict(x[0] for x in tls.getpeercert()["subject"])  # type: ignore[index]
+        return str(subject["commonName"])
 
 
 def group_read(bootstrap: str, topic: str, count: int, zone: str) -> list[bytes | None]:
@@ -210,6 +226,22 @@ def test_three_zones_over_mutual_tls_on_postgres_and_s3_over_tls(tmp_path: Path)
 
             # The cluster still serves after all that.
             ck_produce(nodes[1].bootstrap, topic, recs[:6], 6)
+
+            # Node 1's certificate rotated in place (a Secret's files swapped): new
+            # connections to it get the new one, its calls present it, no restart.
+            keystore = certs / "node-1.pem"
+            staged = certs / "node-1.next"
+            rotated = cluster_ca.issue_cert("127.0.0.1", common_name="node-1-rotated")
+            rotated.private_key_and_cert_chain_pem.write_to_path(str(staged))
+            os.replace(staged, keystore)
+            time.sleep(1.1)  # channels look at the files once a second
+            ck_produce(
+                nodes[0].bootstrap, topic, recs[:12], 6, extra={"client.id": "p,zonegate_az=zone-a"}
+            )
+            assert served_name(ports[1], certs / "node-2.pem", certs / "node-2-ca.pem") == (
+                "node-1-rotated"
+            )
+            assert "RPC certificates re-read" in nodes[0].log_path.read_text()
 
             # PostgreSQL's CA wrong: refused at start in one line.
             other_file = certs / "pg-wrong-ca.pem"
