@@ -5,6 +5,8 @@ overrides; what cannot be honoured is refused at start by name, in one line."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -212,9 +214,11 @@ def test_oauthbearer_settings_reach_the_listener_security(tmp_path: Path) -> Non
         "sasl.oauthbearer.expected.audience=kafka,zonegate\n"
         "listener.name.sasl_plaintext.sasl.oauthbearer.expected.issuer=https://idp.example.com\n"
         "connections.max.reauth.ms=60000\n"
+        "listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms=30000\n"
         "connection.failed.authentication.delay.ms=250\n",
     )
     security = listener_security(c.kafka_listeners[0])
+    assert security.reauth_ms_for("OAUTHBEARER") == 30000
     assert security.oauth is not None
     assert security.oauth.jwks_endpoint_url == "https://idp.example.com/jwks"
     assert security.oauth.expected_audience == ("kafka", "zonegate")
@@ -226,3 +230,42 @@ def test_a_plain_node_config_is_unchanged(tmp_path: Path) -> None:
     c = _config(tmp_path, "node.id=3\n")
     assert c.listeners == ()
     assert dataclasses.replace(c, node_id=1) == NodeConfig(c.data_dir)
+
+
+def test_serve_refuses_listeners_whose_zone_ports_collide(tmp_path: Path) -> None:
+    conf = tmp_path / "server.properties"
+    conf.write_text(
+        "listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093\n"
+        "ssl.keystore.type=PEM\nssl.keystore.location=/certs/server.pem\n"
+    )
+    args = build_parser().parse_args(
+        ["serve", "--config", str(conf), "--data-dir", str(tmp_path / "d")]
+    )
+    resolve(args, args.settings, {})
+    with pytest.raises(StartupError, match="port 9093 would be both zone zone-a's listener SSL"):
+        serve_configs(args)
+
+
+def test_a_listener_whose_certificate_cannot_load_stops_the_node_with_one_line(
+    tmp_path: Path,
+) -> None:
+    conf = tmp_path / "server.properties"
+    conf.write_text(
+        "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0\n"
+        "ssl.keystore.type=PEM\n"
+        f"ssl.keystore.location={tmp_path / 'missing.pem'}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "zonegate", "node", "--config", str(conf)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0] == (
+        f"zonegate node: listener SSL: ssl.keystore.location '{tmp_path / 'missing.pem'}': "
+        "no such file"
+    )

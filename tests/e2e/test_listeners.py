@@ -7,8 +7,10 @@ WARNING while another client carries on."""
 
 from __future__ import annotations
 
+import datetime
 import socket
 import ssl
+import struct
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,19 +20,30 @@ import pytest
 import trustme
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient
+from kio.schema.alter_client_quotas.v1.request import (
+    AlterClientQuotasRequest,
+    EntityData,
+    EntryData,
+    OpData,
+)
 from kio.schema.api_versions.v0.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
+from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest as SaslHandshakeRequestV0
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+from kio.static.primitive import f64, i16, i32
 
 from tests.inprocess import InProcessNode
 from tests.kafka_raw import RawConnection
 from tests.node_harness import free_port_block
+from zonegate.records.build import build_batch
 
 pytestmark = pytest.mark.e2e
 
 ZONES = ("zone-a", "zone-b")
 LISTENERS = ("PLAINTEXT", "SSL", "SASL_SSL")
+REAUTH_MS = 1500
 
 
 @dataclass
@@ -84,6 +97,8 @@ def cluster(tmp_path: Path, inprocess_factory: Callable[..., InProcessNode]) -> 
         "org.apache.kafka.common.security.plain.PlainLoginModule required \\\n"
         '    user_alice="alice-secret";\n'
         "connection.failed.authentication.delay.ms=200\n"
+        # KIP-368: sessions of 1.5 s (librdkafka re-authenticates within them).
+        f"listener.name.sasl_ssl.connections.max.reauth.ms={REAUTH_MS}\n"
         "zonegate.ssl.handshake.timeout.ms=500\n"
     )
     listen = ",".join(f"{n}://127.0.0.1:{base + 3 * i}" for i, n in enumerate(LISTENERS))
@@ -275,3 +290,159 @@ def test_wrong_credentials_are_refused_after_the_delay_with_one_info_line(
         assert time.monotonic() < deadline, errors
         producer.poll(0.2)
     _produce(cluster.conf("SASL_SSL"), "authenticated", 3)
+
+
+def _sasl_ssl(cluster: Cluster) -> RawConnection:
+    conn = RawConnection(cluster.port("SASL_SSL"))
+    context = ssl.create_default_context(cafile=str(cluster.ca_file))
+    conn.sock = context.wrap_socket(conn.sock, server_hostname="localhost")
+    return conn
+
+
+def test_raw_tokens_after_a_v0_handshake_authenticate(cluster: Cluster) -> None:
+    conn = _sasl_ssl(cluster)
+    assert conn.request(SaslHandshakeRequestV0(mechanism="PLAIN")).error_code == ErrorCode.none
+    token = b"\x00alice\x00alice-secret"
+    conn.send_bytes(struct.pack(">i", len(token)) + token)
+    assert conn.read_frame() == b""  # PLAIN's empty answer, framed by its size alone
+    assert conn.request(ApiVersionsRequest()).api_keys  # authenticated: served
+    conn.close()
+
+
+def test_a_session_not_renewed_is_closed_at_its_next_request(cluster: Cluster) -> None:
+    conn = _sasl_ssl(cluster)
+    assert conn.request(SaslHandshakeRequest(mechanism="PLAIN")).error_code == ErrorCode.none
+    answer = conn.request(SaslAuthenticateRequest(auth_bytes=b"\x00alice\x00alice-secret"))
+    assert answer.error_code == ErrorCode.none
+    assert answer.session_lifetime.total_seconds() * 1000 == REAUTH_MS
+    assert conn.request(ApiVersionsRequest()).api_keys
+    time.sleep(REAUTH_MS / 1000 + 0.3)
+    with pytest.raises((ConnectionError, OSError)):
+        conn.request(ApiVersionsRequest())
+    assert any(
+        "expired" in line and " INFO " in line for line in cluster.node.log_text().splitlines()
+    )
+
+
+def _authenticated(cluster: Cluster) -> RawConnection:
+    conn = _sasl_ssl(cluster)
+    assert conn.request(SaslHandshakeRequest(mechanism="PLAIN")).error_code == ErrorCode.none
+    answer = conn.request(SaslAuthenticateRequest(auth_bytes=b"\x00alice\x00alice-secret"))
+    assert answer.error_code == ErrorCode.none
+    return conn
+
+
+def _produce_throttle_ms(conn: RawConnection, topic: str, value: bytes) -> int:
+    batch = build_batch([(None, value, (), int(time.time() * 1000))])
+    data = TopicProduceData(
+        name=topic,  # type: ignore[arg-type]
+        partition_data=(PartitionProduceData(index=i32(0), records=batch),),
+    )
+    answer = conn.request(
+        ProduceRequest(
+            transactional_id=None,
+            acks=i16(-1),
+            timeout=datetime.timedelta(seconds=30),
+            topic_data=(data,),
+        )
+    )
+    assert answer.responses[0].partition_responses[0].error_code == ErrorCode.none
+    return int(answer.throttle_time.total_seconds() * 1000)
+
+
+def test_a_user_quota_holds_the_authenticated_user(cluster: Cluster) -> None:
+    _produce(cluster.conf("PLAINTEXT"), "quota-topic", 1)  # the topic exists
+    admin = RawConnection(cluster.port("PLAINTEXT"))
+    (entry,) = admin.request(
+        AlterClientQuotasRequest(
+            entries=(
+                EntryData(
+                    entity=(EntityData(entity_type="user", entity_name="alice"),),
+                    ops=(OpData(key="producer_byte_rate", value=f64(1024.0), remove=False),),
+                ),
+            ),
+            validate_only=False,
+        )
+    ).entries
+    assert entry.error_code == ErrorCode.none
+    value = b"x" * 64 * 1024  # 64 s of alice's 1 KiB/s
+    alice = _authenticated(cluster)
+    deadline = time.monotonic() + 15
+    while _produce_throttle_ms(alice, "quota-topic", value) == 0:  # the quota applies within
+        assert time.monotonic() < deadline, "alice was never throttled"  # its refresh
+        time.sleep(0.5)
+    alice.close()
+    anonymous = RawConnection(cluster.port("PLAINTEXT"))
+    assert _produce_throttle_ms(anonymous, "quota-topic", value) == 0  # User:ANONYMOUS is not alice
+    anonymous.close()
+    admin.close()
+
+
+def test_a_client_certificate_is_the_principal_its_rules_map_it_to(
+    tmp_path: Path, inprocess_factory: Callable[..., InProcessNode]
+) -> None:
+    ca = trustme.CA()
+    keystore, ca_file = tmp_path / "server.pem", tmp_path / "ca.pem"
+    ca.issue_cert("localhost", "127.0.0.1").private_key_and_cert_chain_pem.write_to_path(
+        str(keystore)
+    )
+    ca.cert_pem.write_to_path(str(ca_file))
+    base = free_port_block(2)
+    props = tmp_path / "mtls.properties"
+    props.write_text(
+        "ssl.keystore.type=PEM\n"
+        f"ssl.keystore.location={keystore}\n"
+        "ssl.truststore.type=PEM\n"
+        f"ssl.truststore.location={ca_file}\n"
+        "ssl.client.auth=required\n"
+        "ssl.principal.mapping.rules=RULE:^CN=([^,]+),.*$/$1/L,DEFAULT\n"
+        "zonegate.zones=zone-a\n"
+    )
+    node = inprocess_factory(
+        [
+            "--config",
+            str(props),
+            "--listen",
+            f"PLAINTEXT://127.0.0.1:{base},SSL://127.0.0.1:{base + 1}",
+        ]
+    )
+    _produce({"bootstrap.servers": f"127.0.0.1:{base}"}, "mtls-topic", 1)
+    admin = RawConnection(base)
+    (entry,) = admin.request(
+        AlterClientQuotasRequest(
+            entries=(
+                EntryData(
+                    entity=(EntityData(entity_type="user", entity_name="alice"),),
+                    ops=(OpData(key="producer_byte_rate", value=f64(1024.0), remove=False),),
+                ),
+            ),
+            validate_only=False,
+        )
+    ).entries
+    assert entry.error_code == ErrorCode.none
+    admin.close()
+
+    def connect(common_name: str | None) -> RawConnection:
+        conn = RawConnection(base + 1)
+        context = ssl.create_default_context(cafile=str(ca_file))
+        if common_name is not None:
+            ca.issue_cert(
+                f"{common_name.lower()}@example.com", common_name=common_name
+            ).configure_cert(context)
+        conn.sock = context.wrap_socket(conn.sock, server_hostname="localhost")
+        return conn
+
+    value = b"x" * 64 * 1024
+    alice = connect("Alice")  # CN=Alice,OU=... -> User:alice
+    deadline = time.monotonic() + 15
+    while _produce_throttle_ms(alice, "mtls-topic", value) == 0:
+        assert time.monotonic() < deadline, "User:alice was never throttled"
+        time.sleep(0.5)
+    alice.close()
+    bob = connect("Bob")
+    assert _produce_throttle_ms(bob, "mtls-topic", value) == 0  # User:bob has no quota
+    bob.close()
+    without = connect(None)  # ssl.client.auth=required: no certificate, no connection
+    with pytest.raises((ConnectionError, OSError)):
+        without.request(ApiVersionsRequest())
+    assert any("TLS failed" in line and "WARNING" in line for line in node.log_text().splitlines())

@@ -279,6 +279,22 @@ async def test_register_node_creates_and_renews_its_row_and_lease(stores: Stores
     assert await stores.open().list_nodes() == expected, "every node reads the same rows"
 
 
+async def test_a_nodes_listener_endpoints_are_kept_with_its_row(stores: Stores) -> None:
+    store = stores.open()
+    endpoints = (("PLAINTEXT", "10.0.0.1", 9092), ("SASL_SSL", "kafka-1.example.com", 9093))
+    await store.register_node(dataclasses.replace(node(1), endpoints=endpoints), 500, 5000)
+    await store.register_node(node(2), 500, 5000)  # a node of a release before listeners
+    one, two = await stores.open().list_nodes()
+    assert one.endpoints == endpoints
+    assert one.endpoint("SASL_SSL") == ("kafka-1.example.com", 9093)
+    assert one.endpoint("SSL") is None, "a listener the node has not"
+    assert two.endpoints == () and two.endpoint("PLAINTEXT") == ("kafka-2", 9092)
+    assert two.endpoint("SASL_SSL") is None
+    # A renewal takes the node's listeners as they are now.
+    await store.register_node(dataclasses.replace(node(1), endpoints=endpoints[:1]), 500, 6000)
+    assert (await store.list_nodes())[0].endpoints == endpoints[:1]
+
+
 async def test_expire_node_ends_its_lease_and_keeps_it_listed(store: MetaStore) -> None:
     await store.register_node(node(1), 1000, 5000)
     await store.register_node(node(2), 1000, 5000)

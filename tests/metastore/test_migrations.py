@@ -42,6 +42,7 @@ async def test_a_sqlite_file_of_the_previous_release_opens(tmp_path: Path) -> No
         nodes = await store.list_nodes()
         assert nodes[0] == dataclasses.replace(me, lease_expires_ms=1000)
         assert nodes[1].node_id == 7 and nodes[1].incarnation == 0, "old rows kept"
+        assert nodes[1].endpoint("PLAINTEXT") == ("k", 9092), "its one listener, as before"
         # Tables added since (SCRAM credentials) are made on open.
         cred = ScramRecord("alice", "SCRAM-SHA-512", b"s", b"k", b"v", 4096)
         assert await store.alter_scram_credentials([cred], []) == []
@@ -72,6 +73,7 @@ async def test_a_postgresql_store_of_the_previous_release_is_migrated(
         nodes = await store.list_nodes()
         assert nodes[0] == dataclasses.replace(me, lease_expires_ms=1000)
         assert nodes[1].node_id == 7 and nodes[1].incarnation == 0, "old rows kept"
+        assert nodes[1].endpoint("PLAINTEXT") == ("k", 9092), "its one listener, as before"
         cred = ScramRecord("alice", "SCRAM-SHA-512", b"s", b"k", b"v", 4096)
         assert await store.alter_scram_credentials([cred], []) == []
         assert await store.scram_credentials() == [cred]

@@ -48,6 +48,8 @@ class ListenerSpec:
     jaas: Mapping[str, str] = field(default_factory=dict)  # mechanism -> sasl.jaas.config
     oauth: Mapping[str, str] = field(default_factory=dict)  # sasl.oauthbearer.* values
     reauth_ms: int = 0  # connections.max.reauth.ms
+    # listener.name.<name>.<mechanism>.connections.max.reauth.ms, where given
+    reauth_ms_by_mechanism: Mapping[str, int] = field(default_factory=dict)
     failed_auth_delay_ms: int = 100  # connection.failed.authentication.delay.ms
     principal_rules: str = "DEFAULT"  # ssl.principal.mapping.rules
 
@@ -141,6 +143,9 @@ def _split_overrides(
         mechanism, _, tail = setting.partition(".")
         if tail == "sasl.jaas.config" and mechanism.upper() in MECHANISMS:
             jaas.setdefault(listener, {})[mechanism.upper()] = value
+        elif tail == "connections.max.reauth.ms" and mechanism.upper() in MECHANISMS:
+            # Kafka's per-mechanism override, kept under the mechanism's own name.
+            settings.setdefault(listener, {})[f"{mechanism.upper()}.{tail}"] = value
         elif mechanism == "oauthbearer" and tail == "sasl.server.callback.handler.class":
             if value not in OAUTH_VALIDATORS:
                 raise ListenerSettingsError(
@@ -154,8 +159,8 @@ def _split_overrides(
         else:
             raise ListenerSettingsError(
                 f"{key} is not a setting a listener can have (listener.name.NAME. takes "
-                f"{', '.join(PER_LISTENER[:12])}, the sasl.oauthbearer.* settings and "
-                "MECHANISM.sasl.jaas.config)"
+                f"{', '.join(PER_LISTENER[:12])}, the sasl.oauthbearer.* settings, "
+                "MECHANISM.sasl.jaas.config and MECHANISM.connections.max.reauth.ms)"
             )
     return settings, jaas
 
@@ -236,6 +241,12 @@ def listeners_from_args(args: argparse.Namespace) -> tuple[ListenerSpec, ...]:
                 advertised_host=ad_host or None,
                 advertised_port=ad_port,
                 reauth_ms=_ms(_own(args, own, "connections.max.reauth.ms"), name),
+                reauth_ms_by_mechanism={
+                    key.split(".", 1)[0]: _ms(value, name)
+                    for key, value in own.items()
+                    if key.endswith(".connections.max.reauth.ms")
+                    and key.split(".", 1)[0] in MECHANISMS
+                },
                 failed_auth_delay_ms=args.connection_failed_authentication_delay_ms,
                 principal_rules=_own(args, own, "ssl.principal.mapping.rules"),
                 **spec,
@@ -320,6 +331,7 @@ def listener_security(spec: ListenerSpec) -> ListenerSecurity:
             plain_users=plain_users,
             oauth=_oauth(spec.oauth, spec.name),
             reauth_ms=spec.reauth_ms,
+            reauth_ms_by_mechanism=spec.reauth_ms_by_mechanism,
             failed_auth_delay_ms=spec.failed_auth_delay_ms,
             principal_rules=rules,
         )

@@ -280,8 +280,9 @@ class Node:
         import zonegate.proxy.handlers  # noqa: F401  (handlers register themselves)
 
         # One server per Kafka listener; the first is `server` (metrics, tests).
-        self.servers = [self._listener(spec) for spec in config.kafka_listeners]
-        self.server = self.servers[0]
+        first, *others = config.kafka_listeners
+        self.server = self._listener(first, None)
+        self.servers = [self.server, *(self._listener(spec, self.server) for spec in others)]
         self.group_lag = GroupLag(
             self.meta,
             lambda gid: self.cluster.group_owner(gid) == config.node_id,
@@ -296,7 +297,7 @@ class Node:
     def port(self) -> int:
         return self.server.port
 
-    def _listener(self, spec: ListenerSpec) -> KafkaServer:
+    def _listener(self, spec: ListenerSpec, first: KafkaServer | None) -> KafkaServer:
         config = self.config
         contexts = ServerContexts(spec.tls, self.clock) if spec.tls is not None else None
         security = listener_security(spec)
@@ -321,6 +322,7 @@ class Node:
             ),
             contexts,
             gate,
+            first,
         )
 
     def _endpoints(self) -> tuple[tuple[str, str, int], ...]:
@@ -489,7 +491,7 @@ class Node:
         """Stops accepting, answers what was read, and seals and uploads the open WAL."""
         for server in self.servers:
             await server.stop_accepting()
-        await asyncio.gather(*(s.drain(self.config.drain_timeout_s) for s in self.servers))
+        await self.server.drain(self.config.drain_timeout_s)  # all listeners' connections
         await self.wal.close(drain=True)
         try:
             await hand_over(self.meta, self.membership, self.catalog.topics(), self.stopping_with)

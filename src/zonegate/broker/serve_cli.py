@@ -145,7 +145,26 @@ def serve_configs(args: argparse.Namespace) -> list[NodeConfig]:
                 metastore_url=base.meta_url,
             )
         )
+    _distinct_ports(configs)
     return configs
+
+
+def _distinct_ports(configs: list[NodeConfig]) -> None:
+    """Zone i listens on each listener's PORT+i: listeners' ports closer than the number
+    of zones would collide (Kafka's 9092 and 9093 on three zones)."""
+    taken: dict[int, str] = {}
+    for c in configs:
+        for spec in c.kafka_listeners:
+            if not spec.port:
+                continue
+            what = f"zone {c.zone}'s listener {spec.name}"
+            if spec.port in taken:
+                raise StartupError(
+                    f"port {spec.port} would be both {taken[spec.port]} and {what} (zone i "
+                    f"listens on each port + i): space the listeners' ports at least "
+                    f"{len(configs)} apart"
+                )
+            taken[spec.port] = what
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -97,7 +97,7 @@ class KafkaConnection(SecuredConnection, asyncio.Protocol):
         refused = self._server.over_connection_limits(self.client.host)
         if refused is not None:
             self._closed = True
-            self._server.connections_refused += 1
+            self._server.count_refused()
             log.debug("refusing connection from %s: %s", self.client.host, refused)
             transport.close()
             return
@@ -371,7 +371,7 @@ class KafkaConnection(SecuredConnection, asyncio.Protocol):
                 self._server.metrics_response_bytes(len(frame))
                 self._write(frame)
             if failed:
-                self._close_failed_authentication(response)
+                self._close_failed_authentication()
                 return
             if ctx is not None and ctx.throttle.ms > 0:
                 self._mute(ctx.throttle.ms)

@@ -105,7 +105,7 @@ class SecuredConnection:
         the failed-authentication delay and closes: False."""
         if step.failed:
             await asyncio.sleep(step.delay_ms / 1000)
-            self._close_failed_authentication(step.error_message)
+            self._close_failed_authentication()
             return False
         self._write(raw_token_frame(step.reply))
         if self._held:
@@ -119,17 +119,17 @@ class SecuredConnection:
             and ctx.auth.failed
         )
 
-    def _close_failed_authentication(self, answer: Any) -> None:
+    def _close_failed_authentication(self) -> None:
         """One INFO line naming the client and the mechanism, as Kafka logs a failed
         authentication, then the connection closed (its answer already written)."""
         auth = self.auth
-        mechanism = auth.mechanism if auth is not None else None
-        message = getattr(answer, "error_message", answer) or "unsupported SASL mechanism"
-        self.abort(
-            f"Failed authentication with /{self.client.host} ({message}) "
-            f"[mechanism {mechanism or '?'}, listener {self._config.name}]",
-            logging.INFO,
+        peer = f"/{self.client.host}:{self.client.port}"
+        line = (
+            auth.failure_log_line(peer)
+            if auth is not None
+            else f"Failed authentication with {peer}"
         )
+        self.abort(f"{line} on listener {self._config.name}", logging.INFO)
 
     def _refuse(self, reason: str, delay_ms: int) -> None:
         """A request the authenticator does not admit: nothing more is read or answered,

@@ -47,6 +47,7 @@ class KafkaServer:
         config: ListenerConfig,
         contexts: ServerContexts | None = None,
         gate: ListenerGate | None = None,
+        node_wide: KafkaServer | None = None,
     ) -> None:
         self._services = services
         self.contexts = contexts  # TLS listeners: the current certificate's context
@@ -54,6 +55,10 @@ class KafkaServer:
         self._registry = registry
         self._config = config
         self._server: asyncio.Server | None = None
+        # A node's listeners share their connections (max.connections counts them all),
+        # request memory (queued.max.request.bytes is the node's), metrics and test
+        # hooks: those of `node_wide`, its first listener's server.
+        self._root: KafkaServer = node_wide or self
         self.connections: set[KafkaConnection] = set()
         self.faults = FaultInjector()
         self.capture = FrameCapture()
@@ -61,7 +66,17 @@ class KafkaServer:
         self.bytes_out = 0
         self.metrics = RequestMetrics()
         self.memory = RequestMemory(config.queued_max_request_bytes)
+        if node_wide is not None:
+            self.connections, self.faults, self.capture = (
+                node_wide.connections,
+                node_wide.faults,
+                node_wide.capture,
+            )
+            self.metrics, self.memory = node_wide.metrics, node_wide.memory
         self.connections_refused = 0
+
+    def count_refused(self) -> None:
+        self._root.connections_refused += 1
 
     def over_connection_limits(self, host: str) -> str | None:
         """Why a new connection from `host` is one too many, or None."""
