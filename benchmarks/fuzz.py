@@ -1,6 +1,7 @@
 """Long fuzz runs against a real node, for deeper hunts than the suite's bounded run.
 
-Starts `zonegate serve` (one zone, local store) with frame capture on, drives
+Starts `zonegate serve` (one zone, local store; listeners PLAINTEXT, SSL,
+SASL_PLAINTEXT and SASL_SSL, tests/security) with frame capture on, drives
 kafka-python and confluent-kafka through it so the capture holds real clients'
 frames, then sends `--frames` malformed frames (tests/fuzzing.py) in rounds of
 `--round` frames. After each round: the node process must be alive, a
@@ -9,10 +10,15 @@ record, and the node's log must hold no ERROR line and no traceback. Prints a
 line per round and, last:
 
     fuzz: N frames survived (seed S), K connections, A answers, C closed by the node,
-    L leader RPC calls; RSS R MiB
+    L leader RPC calls, F SASL frames (G after a login), T garbage TLS connections;
+    RSS R MiB
 
 Each round also sends round/20 leader RPC calls without the cluster's token and
-as many with it, and bytes of no protocol to the RPC and HTTP ports.
+as many with it, and bytes of no protocol to the RPC and HTTP ports; and
+(tests/fuzzing_security.py) round/20 connections of SaslHandshake and
+SaslAuthenticate frames before authenticating and as many after a real PLAIN login,
+on SASL_PLAINTEXT and a tenth of each on SASL_SSL, and round/20 connections of
+garbage TLS records on the SSL and SASL_SSL ports.
 
 Exits 1 at the first failed check, naming it and the round's seed, so the run
 can be repeated (`--seed`).
@@ -25,6 +31,7 @@ import asyncio
 import random
 import re
 import sqlite3
+import ssl
 import sys
 import tempfile
 import time
@@ -41,7 +48,26 @@ from tests.fuzzing import (  # noqa: E402
     fuzz_rpc,
     read_capture,
 )
-from tests.node_harness import free_port_block, start_node  # noqa: E402
+from tests.fuzzing_security import SecureFuzzStats, fuzz_sasl, fuzz_tls  # noqa: E402
+from tests.node_harness import free_port_block  # noqa: E402
+from tests.security.certs import TestPki  # noqa: E402
+from tests.security.secure_node import SecureNode, security_properties  # noqa: E402
+
+LISTENERS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+LOGIN = ("alice", "alice-secret")  # a PLAIN user of security_properties
+
+
+def fuzz_secured(
+    node: SecureNode, calls: int, rng: random.Random, context: ssl.SSLContext, s: SecureFuzzStats
+) -> None:
+    """SASL frames before and after a login, and garbage TLS records, for one round."""
+    sasl_plain, sasl_ssl = node.ports["SASL_PLAINTEXT"], node.ports["SASL_SSL"]
+    asyncio.run(fuzz_sasl(sasl_plain, calls, rng, stats=s))
+    asyncio.run(fuzz_sasl(sasl_plain, calls, rng, login=LOGIN, stats=s))
+    asyncio.run(fuzz_sasl(sasl_ssl, calls // 10, rng, context=context, stats=s))
+    asyncio.run(fuzz_sasl(sasl_ssl, calls // 10, rng, context=context, login=LOGIN, stats=s))
+    asyncio.run(fuzz_tls(node.ports["SSL"], calls * 2 // 5, rng, context, stats=s))
+    asyncio.run(fuzz_tls(sasl_ssl, calls * 3 // 5, rng, context, stats=s))
 
 
 def main() -> int:
@@ -54,11 +80,17 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="zonegate-fuzz-") as tmp:
         capture = Path(tmp) / "frames.bin"
         http = free_port_block(1)
-        node = start_node(
+        pki = TestPki(Path(tmp) / "pki")
+        node = SecureNode(
             Path(tmp) / "node",
-            ["--zones", "zone-a", "--http-port", str(http)],
-            {"ZONEGATE_CAPTURE_FRAMES": str(capture)},
+            LISTENERS,
+            args=("--http-port", str(http)),
+            env={"ZONEGATE_CAPTURE_FRAMES": str(capture)},
         )
+        node.write_config(security_properties(pki, node.ports, None))
+        node.start()
+        context = ssl.create_default_context(cafile=str(pki.ca_file))
+        secured = SecureFuzzStats()
         try:
             drive_real_clients(node.bootstrap, "fuzz-capture")
             corpus = read_capture(str(capture))
@@ -91,10 +123,12 @@ def main() -> int:
                 asyncio.run(fuzz_raw(rpc, calls // 4, rng))
                 asyncio.run(fuzz_raw(http, calls // 2, rng))
                 rpc_calls += 2 * calls
+                fuzz_secured(node, calls, rng, context, secured)
                 problem = health.problem()
                 print(
                     f"round {rounds}: {stats.frames} frames, {stats.connections} connections, "
                     f"{stats.answers} answers, {stats.closed_by_node} closed; "
+                    f"{secured.frames} SASL/TLS frames; "
                     f"RSS {health.rss_mib():.0f} MiB; {time.monotonic() - started:.0f} s",
                     flush=True,
                 )
@@ -104,7 +138,10 @@ def main() -> int:
             print(
                 f"fuzz: {stats.frames} frames survived (seed {args.seed}), {stats.connections} "
                 f"connections, {stats.answers} answers, {stats.closed_by_node} closed by the node, "
-                f"{rpc_calls} leader RPC calls; RSS {health.rss_mib():.0f} MiB"
+                f"{rpc_calls} leader RPC calls, {secured.frames - sum(secured.tls.values())} SASL "
+                f"frames ({secured.logins} connections after a login), "
+                f"{sum(secured.tls.values())} garbage TLS connections; "
+                f"RSS {health.rss_mib():.0f} MiB"
             )
             return 0
         finally:

@@ -27,8 +27,13 @@ MiB). The last line is then exactly
 `java producer MB/s: zonegate X, apache kafka Y, ratio R`, after the mock's
 summary line; with `--no-java` the last line is the mock's summary line.
 
+With `--security-protocol SASL_SSL` the run instead compares, on one node, SASL_SSL
+(SCRAM-SHA-512) with plaintext (benchmarks/produce_security.py); its last line is
+exactly `produce MB/s over SASL_SSL: X, plaintext Y, ratio R`.
+
     python benchmarks/produce.py [--records N] [--store file|s3] [--latency-rate R]
                                  [--no-java] [--java-records N]
+                                 [--security-protocol SASL_SSL [--security-rounds N]]
 """
 
 from __future__ import annotations
@@ -310,7 +315,27 @@ def main() -> None:
         default=5,
         help="the client's linger.ms in the latency phase (default 5, as in the throughput phase)",
     )
+    parser.add_argument(
+        "--security-protocol",
+        choices=("PLAINTEXT", "SASL_SSL"),
+        default="PLAINTEXT",
+        help="SASL_SSL: measure produce over SASL_SSL with SCRAM-SHA-512 against plaintext on "
+        "the same node in the same run, instead of the node against the mock (default "
+        "PLAINTEXT)",
+    )
+    parser.add_argument(
+        "--security-rounds",
+        type=int,
+        default=3,
+        help="with --security-protocol SASL_SSL: rounds of (SASL_SSL, plaintext); the median "
+        "of each is reported (default 3)",
+    )
     args = parser.parse_args()
+    if args.security_protocol == "SASL_SSL":
+        from benchmarks.produce_security import run
+
+        run(args, run_producer)
+        return
     if args.latency_rounds < 1:
         parser.error(f"--latency-rounds must be at least 1, got {args.latency_rounds}")
     rounds: list[tuple[dict[str, float], dict[str, float]]] = []

@@ -29,9 +29,11 @@ pytestmark = pytest.mark.integration  # kubectl and hadolint run as processes
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
+LISTENER_SETTINGS = DEPLOY / "overlays" / "dev" / "listener-settings.properties"
 KUBERNETES = "1.33.0"  # the version the manifests are written for (docs/operations.md)
 OVERLAYS = ["dev", "prod"]
-CRD_KINDS = {"ServiceMonitor", "PrometheusRule"}  # monitoring.coreos.com: checked by hand
+# monitoring.coreos.com and cert-manager.io: not in Kubernetes' schemas, checked by hand.
+CRD_KINDS = {"ServiceMonitor", "PrometheusRule", "Certificate", "Issuer"}
 
 
 def _tool(name: str) -> str:
@@ -134,6 +136,8 @@ def test_the_daemonset_runs_a_node_the_node_accepts(overlay: str, tmp_path: Path
     assert env["ZONEGATE_ZONE"]["value"] == "from-node-label"
     assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
     assert env["ZONEGATE_NODE_ID"]["value"] == "from-ip:$(HOST_IP)"
+    sasl = env["ZONEGATE_LISTENER_SETTING"]["valueFrom"]["secretKeyRef"]
+    assert sasl["name"].startswith("zonegate-sasl") and sasl["key"] == "listener-settings"
 
     # The config file the ConfigMap mounts, with every ZONEGATE_ variable the pod sets:
     # each is a setting `zonegate node` knows, and the values pass its checks.
@@ -148,6 +152,8 @@ def test_the_daemonset_runs_a_node_the_node_accepts(overlay: str, tmp_path: Path
     variables = {name for name in env if name.startswith("ZONEGATE_")}
     assert variables <= settings, variables - settings
     plain = {
+        # The dev overlay's Secret (the operator makes prod's with the same lines).
+        "ZONEGATE_LISTENER_SETTING": LISTENER_SETTINGS.read_text(),
         "ZONEGATE_METASTORE": "postgresql://zg@db/zonegate",
         "ZONEGATE_NODE_ID": "from-ip:10.0.1.7",
         "ZONEGATE_ADVERTISED_HOST": "10.0.1.7",
@@ -161,19 +167,60 @@ def test_the_daemonset_runs_a_node_the_node_accepts(overlay: str, tmp_path: Path
     node = config_from_args(args)
     assert node.node_id == (10 << 24) + (1 << 8) + 7
     assert node.port == 9092 and node.rpc_port == 9093 and node.http_port == 9094
+    # The SASL_SSL listener with its TLS files and the JAAS lines of the Secret.
+    sasl_ssl = next(spec for spec in node.listeners if spec.name == "SASL_SSL")
+    assert sasl_ssl.protocol == "SASL_SSL" and sasl_ssl.port == 9095 and sasl_ssl.tls
+    assert set(sasl_ssl.mechanisms) == {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+    assert set(sasl_ssl.jaas) == set(sasl_ssl.mechanisms)
     # The pod is given longer to stop than the node takes to drain and hand over.
     assert pod["terminationGracePeriodSeconds"] > node.drain_timeout_s + 5
 
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
-    assert ports == {"kafka": 9092, "rpc": 9093, "http": 9094}
+    assert ports == {"kafka": 9092, "kafka-sasl-ssl": 9095, "rpc": 9093, "http": 9094}
     kafka = _one(docs, "Service", "zonegate")
     assert kafka["spec"]["internalTrafficPolicy"] == "Local"
+    assert {p["port"] for p in kafka["spec"]["ports"]} == {9092, 9095}
     assert _one(docs, "Service", "zonegate-nodes")["spec"]["clusterIP"] == "None"
     assert _one(docs, "PodDisruptionBudget")["spec"]["maxUnavailable"] == 1
     role = _one(docs, "ClusterRole")
     assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
     binding = _one(docs, "ClusterRoleBinding")
     assert binding["subjects"][0]["namespace"] == ds["metadata"]["namespace"]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_sasl_ssl_listener_reads_the_certificate_cert_manager_keeps(overlay: str) -> None:
+    """cert-manager's Certificate writes the Secret the DaemonSet mounts, with the files
+    the node's ssl.keystore.location and ssl.truststore.location name."""
+    docs = render(overlay)
+    pod = _one(docs, "DaemonSet")["spec"]["template"]["spec"]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "tls"]
+    (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "tls"]
+    cert = _one(docs, "Certificate", "zonegate-tls")
+    assert cert["apiVersion"] == "cert-manager.io/v1"
+    assert cert["spec"]["secretName"] == volume["secret"]["secretName"]
+    assert {"type": "CombinedPEM"} in cert["spec"]["additionalOutputFormats"]
+    namespace = _one(docs, "DaemonSet")["metadata"]["namespace"]
+    assert f"zonegate.{namespace}.svc" in cert["spec"]["dnsNames"]
+    issuer = _one(docs, "Issuer", cert["spec"]["issuerRef"]["name"])
+    assert (
+        issuer["spec"]["ca"]["secretName"]
+        == _one(docs, "Certificate", "zonegate-ca")["spec"]["secretName"]
+    )
+    files = {
+        item["key"]: f"{mount['mountPath']}/{item['path']}" for item in volume["secret"]["items"]
+    }
+    config = _one(
+        docs, "ConfigMap", next(v["configMap"]["name"] for v in pod["volumes"] if "configMap" in v)
+    )
+    props = dict(
+        line.split("=", 1)
+        for line in next(iter(config["data"].values())).splitlines()
+        if line and not line.startswith("#")
+    )
+    assert props["ssl.keystore.location"] == files["tls-combined.pem"]
+    assert props["ssl.truststore.location"] == files["ca.crt"]
+    assert "SASL_SSL://0.0.0.0:9095" in props["listeners"]
 
 
 def test_the_report_cronjob_runs_the_report_on_the_object_store() -> None:

@@ -8,7 +8,9 @@ frames (captured by the node itself, ZONEGATE_CAPTURE_FRAMES) and from
 synthetic requests. After every thousand frames: the process is alive, a
 confluent-kafka producer and consumer still produce and read back, and the
 node logged nothing at ERROR and no traceback. The leader's gRPC port and
-the HTTP port get the same treatment in their own protocols. Longer hunts:
+the HTTP port get the same treatment in their own protocols. Secured listeners
+(issue 25): SaslHandshake and SaslAuthenticate frames before and after a real login,
+over TLS and not, and garbage TLS records (tests/fuzzing_security.py). Longer hunts:
 benchmarks/fuzz.py.
 """
 
@@ -19,6 +21,7 @@ import random
 import re
 import socket
 import sqlite3
+import ssl
 import struct
 import urllib.request
 from pathlib import Path
@@ -36,7 +39,12 @@ from tests.fuzzing import (
     fuzz_rpc,
     read_capture,
 )
+from tests.fuzzing_security import TLS_KINDS, SecureFuzzStats, fuzz_sasl, fuzz_tls
 from tests.node_harness import free_port_block
+from tests.security.certs import TestPki
+from tests.security.client_configs import Login
+from tests.security.roundtrip import VALUES, roundtrip
+from tests.security.secure_node import SecureNode, security_properties
 
 pytestmark = pytest.mark.e2e
 
@@ -141,6 +149,45 @@ def test_rpc_and_http_ports_take_garbage(node_factory: NodeFactory) -> None:
     log = node.log_text()
     assert "leader RPC calls without the cluster's token" in log  # at WARNING, rate-limited
     assert "refused AppendRequest" in log or "refused ReadIndexRequest" in log
+
+
+def test_sasl_frames_and_garbage_tls_records(tmp_path: Path) -> None:
+    """SaslHandshake and SaslAuthenticate frames (PLAIN, SCRAM and OAUTHBEARER shapes,
+    raw v0 tokens, mutations) before authenticating and after a real PLAIN login, on
+    SASL_PLAINTEXT and SASL_SSL; garbage TLS records on the SSL and SASL_SSL ports. The
+    node stays healthy and a SASL_SSL client still gets in and reads back."""
+    pki = TestPki(tmp_path / "pki")
+    node = SecureNode(tmp_path / "node", ("PLAINTEXT", "SSL", "SASL_SSL", "SASL_PLAINTEXT"))
+    node.write_config(security_properties(pki, node.ports, None))
+    node.start()
+    context = ssl.create_default_context(cafile=str(pki.ca_file))
+    login = ("alice", "alice-secret")
+    rng = random.Random(SEED)
+    stats = SecureFuzzStats()
+    try:
+        health = HealthCheck(node)
+        try:
+            for _ in range(3):
+                sasl_plain, sasl_ssl = node.ports["SASL_PLAINTEXT"], node.ports["SASL_SSL"]
+                asyncio.run(fuzz_sasl(sasl_plain, 300, rng, stats=stats))
+                asyncio.run(fuzz_sasl(sasl_plain, 150, rng, login=login, stats=stats))
+                asyncio.run(fuzz_sasl(sasl_ssl, 40, rng, context=context, stats=stats))
+                asyncio.run(fuzz_sasl(sasl_ssl, 40, rng, context=context, login=login, stats=stats))
+                asyncio.run(fuzz_tls(node.ports["SSL"], 40, rng, context, stats=stats))
+                asyncio.run(fuzz_tls(sasl_ssl, 20, rng, context, stats=stats))
+                problem = health.problem()
+                assert problem is None, f"after {stats.frames} frames (seed {SEED}): {problem}"
+        finally:
+            health.close()
+        assert stats.logins >= 500 and stats.answers > 100 and stats.closed_by_node > 100
+        assert set(stats.tls) == set(TLS_KINDS)
+        secure = Login(
+            node.bootstrap_of("SASL_SSL"), "SASL_SSL", pki.ca_file, mechanism="PLAIN",
+            username="alice", password="alice-secret",
+        )  # fmt: skip
+        assert roundtrip("confluent-kafka", secure, "fuzz-after", "fuzz-after-g") == VALUES
+    finally:
+        node.stop()
 
 
 def _rpc_token(meta_db: Path) -> str:

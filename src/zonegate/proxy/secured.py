@@ -87,6 +87,11 @@ class SecuredConnection:
             return b""
         if out:
             self._transport.write(out)
+        if self._tls.peer_closed:
+            # The client closed its side of TLS (our close_notify is in `out`): it
+            # sends nothing more, so the connection ends here, quietly.
+            self.abort("the client closed the TLS session", logging.DEBUG)
+            return b""
         if self._tls.handshake_done and not was_done:
             if self._handshake_timer is not None:
                 self._handshake_timer.cancel()

@@ -227,6 +227,7 @@ class TlsSession:
         self._obj = context.wrap_bio(self._incoming, self._outgoing, server_side=True)
         self.handshake_done = False
         self._seen_bytes = False
+        self.peer_closed = False  # the client sent close_notify: it is done
 
     def receive(self, data: bytes) -> tuple[bytes, bytes]:
         if not self._seen_bytes and data:
@@ -250,13 +251,23 @@ class TlsSession:
                 except ssl.SSLWantReadError:
                     break
                 if not chunk:  # close_notify from the peer
+                    self._answer_close()
                     break
                 app += chunk
         except ssl.SSLZeroReturnError:
-            pass
+            self._answer_close()
         except ssl.SSLError as exc:
             raise TlsError(f"TLS failed: {exc.reason or exc}") from None
         return bytes(app), self._outgoing.read()
+
+    def _answer_close(self) -> None:
+        """The client's close_notify is answered with ours, as TLS asks: clients wait
+        for it (aiokafka 30 s on every close)."""
+        self.peer_closed = True
+        try:
+            self._obj.unwrap()
+        except (ssl.SSLWantReadError, ssl.SSLError):
+            pass
 
     def send(self, data: bytes) -> bytes:
         view = memoryview(data)

@@ -139,6 +139,7 @@ class ScramServer:
             return self._first(text)
         if self._stage == 1:
             try:
+                self._accept_repeated_client_nonce(text)
                 self._scramp.set_client_final(text)
                 final: str = self._scramp.get_server_final()
             except scramp.ScramException as exc:
@@ -147,6 +148,20 @@ class ScramServer:
             self._stage = 2
             return final.encode()
         raise InvalidCredentials(f"Unexpected challenge in Sasl server state {self._stage}")
+
+    def _accept_repeated_client_nonce(self, text: str) -> None:
+        """librdkafka before 2.6.1 (Debian's kcat: 2.0.2) sends its client nonce again in
+        front of the combined nonce of its final message. Kafka up to 3.9 takes a final
+        nonce that ends with the combined one (ScramSaslServer's endsWith), and the proof
+        is over the message as sent, so it still proves the password for this exchange
+        (the server's fresh nonce is in it): taken here as Kafka 3.9 takes it. scramp
+        compares the nonces for equality, so it is told the nonce the client used."""
+        sent = next((f[2:] for f in text.split(",") if f.startswith("r=")), None)
+        expected = getattr(self._scramp, "nonce", None)
+        if sent is None or expected is None or sent == str(expected):
+            return
+        if sent.endswith(str(expected)):
+            self._scramp.nonce = type(expected)(sent)
 
     def _first(self, text: str) -> bytes:
         gs2 = _GS2.match(text)

@@ -1,0 +1,86 @@
+"""`benchmarks/produce.py --security-protocol SASL_SSL`: produce throughput over TLS with
+SCRAM-SHA-512 against plaintext, the same node, the same run.
+
+One node (`serve --zones zone-a`, local store) with two listeners, PLAINTEXT and
+SASL_SSL (tests/security: a trustme CA and server certificate, SCRAM-SHA-512 enabled);
+the SCRAM user is created with AlterUserScramCredentials, as an operator would. Then
+`--security-rounds` rounds, each measuring SASL_SSL then plaintext with produce.py's
+throughput phase (confluent-kafka, 1 KiB records, acks=all, idempotent), each on a
+topic of its own; the median round of each is reported, so that a stall of the shared
+machine lands on both sides alike. The last line is exactly
+`produce MB/s over SASL_SSL: X, plaintext Y, ratio R`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+USER, PASSWORD = "bench", "bench-secret"
+
+Producer = Callable[[dict[str, Any], str, int, int], dict[str, float]]
+
+
+def run(args: argparse.Namespace, run_producer: Producer) -> None:
+    from confluent_kafka.admin import (
+        AdminClient,
+        NewTopic,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    from tests.security.certs import TestPki
+    from tests.security.client_configs import Login, confluent
+    from tests.security.secure_node import SecureNode, security_properties
+
+    with tempfile.TemporaryDirectory(prefix="zonegate-bench-sasl-") as tmp:
+        pki = TestPki(Path(tmp) / "pki")
+        node = SecureNode(Path(tmp) / "node", ("PLAINTEXT", "SASL_SSL"))
+        node.write_config(security_properties(pki, node.ports, None))
+        node.start()
+        try:
+            plain = {"bootstrap.servers": node.bootstrap}
+            admin = AdminClient(plain)
+            upsert = UserScramCredentialUpsertion(
+                USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), PASSWORD.encode()
+            )
+            for future in admin.alter_user_scram_credentials([upsert]).values():
+                future.result(30)
+            secure = confluent(
+                Login(
+                    node.bootstrap_of("SASL_SSL"),
+                    "SASL_SSL",
+                    ca=pki.ca_file,
+                    mechanism="SCRAM-SHA-512",
+                    username=USER,
+                    password=PASSWORD,
+                )
+            )
+            sides = {"SASL_SSL": secure, "plaintext": plain}
+            results: dict[str, list[float]] = {name: [] for name in sides}
+            for i in range(args.security_rounds):
+                for name, conf in sides.items():
+                    topic = f"bench-{name.lower()}-{i}"
+                    admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
+                    r = run_producer(conf, topic, args.records, args.partitions)
+                    results[name].append(r["mb_s"])
+                    print(
+                        f"round {i + 1}: {name:9s} {r['mb_s']:8.1f} MB/s ({args.records} x 1024 B"
+                        f" in {r['seconds']:.1f} s; p50 {r['p50_ms']:.1f} ms p99"
+                        f" {r['p99_ms']:.1f} ms at full speed)",
+                        flush=True,
+                    )
+            del admin
+        finally:
+            node.stop()
+    secured = statistics.median(results["SASL_SSL"])
+    plaintext = statistics.median(results["plaintext"])
+    print(
+        f"produce MB/s over SASL_SSL: {secured:.1f}, plaintext {plaintext:.1f}, "
+        f"ratio {secured / plaintext:.2f}"
+    )
