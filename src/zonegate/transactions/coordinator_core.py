@@ -1,0 +1,437 @@
+"""The transaction coordinator's decisions for one shard of transactional ids, without I/O.
+
+Kafka's TransactionCoordinator, request by request, with the callbacks turned
+into values (the way h11 turns a connection into events): each request
+answers either an `Answer` now, or a `Write` of a prepared move that the
+coordinator role must make durable in the metadata store and then report with
+`written` (or `write_failed`). `written` answers the client and, after a
+PrepareCommit or PrepareAbort, hands out the `Markers` to write to every
+partition of the transaction; once all are written, `Markers.complete` is
+written and reported like any other move. Times are arguments (wall ms);
+producer ids come from a callable the role keeps stocked (Kafka's
+ProducerIdManager prefetches blocks the same way).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kio.schema.errors import ErrorCode
+
+from zonegate.transactions.metadata import TopicPartition, TransactionMetadata, TxnTransit
+from zonegate.transactions.states import (
+    EXPIRATION_ALLOWED,
+    MAX_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    IllegalTransition,
+    TransactionVersion,
+    TxnState,
+    is_epoch_exhausted,
+)
+
+S = TxnState
+E = ErrorCode
+
+
+class ProducerIdsUnavailable(Exception):
+    """No producer id at hand (the next block is being fetched): the client retries
+    (Kafka answers COORDINATOR_LOAD_IN_PROGRESS while its block is not there)."""
+
+
+class After(enum.Enum):
+    """What a write was for, so `written` knows whom to answer and what follows."""
+
+    INIT_PRODUCER_ID = "init"
+    ADD_PARTITIONS = "add"
+    END_TXN = "end"
+    FENCE_ABORT = "fence"  # InitProducerId during a transaction: abort, answer a retry
+    TIMEOUT_ABORT = "timeout"  # the coordinator's own abort: nobody to answer
+    COMPLETE = "complete"  # markers written: the transaction is over
+    EXPIRE = "expire"  # the id is forgotten
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    error: ErrorCode
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    transactional_id: str
+    transit: TxnTransit
+    after: After
+
+
+@dataclass(frozen=True, slots=True)
+class Markers:
+    """Commit or abort markers for every partition of a transaction, written by each
+    partition's leader with this shard's coordinator epoch; then `complete` is written."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
+    partitions: frozenset[TopicPartition]
+    complete: Write
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    answer: Answer | None
+    markers: Markers | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorConfig:
+    max_timeout_ms: int = 900000  # transaction.max.timeout.ms
+    id_expiration_ms: int = 604800000  # transactional.id.expiration.ms
+    version: TransactionVersion = TransactionVersion.TV_2  # the cluster's transaction.version
+
+
+class TransactionShard:
+    """The transactional ids of one shard, on the node coordinating it at `coordinator_epoch`."""
+
+    def __init__(
+        self,
+        coordinator_epoch: int,
+        config: CoordinatorConfig,
+        next_producer_id: Callable[[], int],
+        txns: Iterable[TransactionMetadata] = (),
+    ) -> None:
+        self.coordinator_epoch = coordinator_epoch
+        self.config = config
+        self._next_pid = next_producer_id
+        self.txns: dict[str, TransactionMetadata] = {t.transactional_id: t for t in txns}
+
+    # -- InitProducerId ------------------------------------------------------------
+
+    def init_producer_id(
+        self,
+        transactional_id: str | None,
+        timeout_ms: int,
+        expected: tuple[int, int] | None,
+        now_ms: int,
+    ) -> Answer | Write:
+        """`expected` is KIP-360's (producer id, epoch) of a producer that recovers."""
+        if transactional_id is None:
+            try:
+                return Answer(E.none, self._next_pid(), 0)
+            except ProducerIdsUnavailable:
+                return Answer(E.coordinator_load_in_progress)
+        if not transactional_id:
+            return Answer(E.invalid_request)
+        if not 0 < timeout_ms <= self.config.max_timeout_ms:
+            return Answer(E.invalid_transaction_timeout)
+        meta = self.txns.get(transactional_id)
+        if meta is None:
+            try:
+                pid = self._next_pid()
+            except ProducerIdsUnavailable:
+                return Answer(E.coordinator_load_in_progress)
+            meta = TransactionMetadata(
+                transactional_id, pid, txn_timeout_ms=timeout_ms, txn_last_update_ms=now_ms
+            )
+            self.txns[transactional_id] = meta
+        if meta.pending:
+            return Answer(E.concurrent_transactions)
+        if expected is not None and not _expected_valid(meta, *expected):
+            return Answer(E.producer_fenced)
+        state = meta.state
+        if state in (S.PREPARE_ABORT, S.PREPARE_COMMIT):
+            return Answer(E.concurrent_transactions)
+        if state in (S.COMPLETE_ABORT, S.COMPLETE_COMMIT, S.EMPTY):
+            if meta.epoch_exhausted and (expected is None or expected[1] == meta.producer_epoch):
+                try:
+                    pid = self._next_pid()
+                except ProducerIdsUnavailable:
+                    return Answer(E.coordinator_load_in_progress)
+                transit = meta.prepare_producer_id_rotation(
+                    pid, timeout_ms, now_ms, record_last_epoch=expected is not None
+                )
+            else:
+                expected_epoch = None if expected is None else expected[1]
+                bumped = meta.prepare_increment_producer_epoch(timeout_ms, expected_epoch, now_ms)
+                if bumped is None:
+                    return Answer(E.producer_fenced)
+                transit = bumped
+            return Write(transactional_id, transit, After.INIT_PRODUCER_ID)
+        if state == S.ONGOING:
+            # Abort the open transaction under a bumped epoch (the zombie is fenced), and
+            # tell this producer to retry: its retry bumps again, or rotates the id.
+            fence = meta.prepare_fence_producer_epoch()
+            return self._end(meta, fence.producer_epoch, False, False, None, now_ms, fence=True)
+        raise IllegalTransition(f"{transactional_id}: InitProducerId found {state.name}")
+
+    # -- AddPartitionsToTxn, AddOffsetsToTxn, verification ---------------------------
+
+    def add_partitions(
+        self,
+        transactional_id: str | None,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: frozenset[TopicPartition],
+        now_ms: int,
+    ) -> Answer | Write:
+        """AddPartitionsToTxn; AddOffsetsToTxn adds the group's offsets partition."""
+        if not transactional_id:
+            return Answer(E.invalid_request)
+        meta = self.txns.get(transactional_id)
+        if meta is None or meta.producer_id != producer_id:
+            return Answer(E.invalid_producer_id_mapping)
+        if meta.producer_epoch != producer_epoch:
+            return Answer(E.producer_fenced)
+        if meta.pending or meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return Answer(E.concurrent_transactions)
+        if meta.state == S.ONGOING and partitions <= meta.partitions:
+            return Answer(E.none)
+        transit = meta.prepare_add_partitions(partitions, now_ms)
+        return Write(transactional_id, transit, After.ADD_PARTITIONS)
+
+    def verify_partitions(
+        self,
+        transactional_id: str | None,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """KIP-890 part 1, AddPartitionsToTxn's verify-only form, asked by a partition's
+        leader before it takes a transaction's first batch: is the partition in the
+        transaction? A pending move does not matter: a partition joins the set when its
+        addition is durable and leaves it when its marker is."""
+        parts = list(partitions)
+        if not transactional_id:
+            return dict.fromkeys(parts, E.invalid_request)
+        meta = self.txns.get(transactional_id)
+        error: ErrorCode | None = None
+        if meta is None or meta.producer_id != producer_id:
+            error = E.invalid_producer_id_mapping
+        elif meta.producer_epoch != producer_epoch:
+            error = E.producer_fenced
+        elif meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            error = E.concurrent_transactions
+        if error is not None or meta is None:
+            return dict.fromkeys(parts, error or E.invalid_producer_id_mapping)
+        return {p: E.none if p in meta.partitions else E.transaction_abortable for p in parts}
+
+    # -- EndTxn ----------------------------------------------------------------------
+
+    def end_txn(
+        self,
+        transactional_id: str | None,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        client_version: TransactionVersion,
+        now_ms: int,
+    ) -> Answer | Write:
+        if not transactional_id:
+            return Answer(E.invalid_request)
+        meta = self.txns.get(transactional_id)
+        if meta is None:
+            return Answer(E.invalid_producer_id_mapping)
+        return self._end(meta, producer_epoch, commit, True, client_version, now_ms, producer_id)
+
+    def _end(
+        self,
+        meta: TransactionMetadata,
+        producer_epoch: int,
+        commit: bool,
+        from_client: bool,
+        client_version: TransactionVersion | None,
+        now_ms: int,
+        producer_id: int | None = None,
+        fence: bool = False,
+        timeout: bool = False,
+    ) -> Answer | Write:
+        """Kafka's endTransaction. Not from a client (a fence or a timeout), the server's
+        transaction version applies and the bumped epoch of the fence is the producer's."""
+        version = self.config.version if client_version is None else client_version
+        pid = meta.producer_id if producer_id is None else producer_id
+        fencing = meta.pending_state == S.PREPARE_EPOCH_FENCE
+        tv2 = not fencing and meta.client_version.supports_epoch_bump
+        retry_on_overflow = (
+            tv2
+            and meta.prev_producer_id == pid
+            and producer_epoch == MAX_EPOCH - 1
+            and meta.producer_epoch == 0
+        )
+        retry_on_bump = self._end_epoch_bumped(meta, producer_epoch)
+        if tv2:
+            if meta.state in (S.ONGOING, S.EMPTY, S.DEAD, S.PREPARE_EPOCH_FENCE):
+                valid_epoch = producer_epoch == meta.producer_epoch
+            elif meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                valid_epoch = retry_on_bump
+            else:
+                valid_epoch = retry_on_bump or retry_on_overflow
+        else:
+            valid_epoch = (
+                not from_client or producer_epoch == meta.producer_epoch
+            ) and producer_epoch >= meta.producer_epoch
+        if meta.producer_id != pid and not retry_on_overflow:
+            return self._abandon(meta, fence, E.invalid_producer_id_mapping)
+        if not valid_epoch:
+            return self._abandon(meta, fence, E.producer_fenced)
+        if meta.pending and not fencing:
+            return Answer(E.concurrent_transactions)
+        state = meta.state
+        wanted = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+        if state == S.ONGOING:
+            next_pid = NO_PRODUCER_ID
+            if version.supports_epoch_bump and not fencing and meta.epoch_exhausted:
+                try:
+                    next_pid = self._next_pid()
+                except ProducerIdsUnavailable:
+                    return Answer(E.coordinator_load_in_progress)
+            if wanted == S.PREPARE_ABORT and fencing:
+                # The fence's bump becomes the epoch the abort is written with.
+                meta.pending_state = None
+                meta.producer_epoch = producer_epoch
+                meta.last_producer_epoch = NO_PRODUCER_EPOCH
+            transit = meta.prepare_abort_or_commit(wanted, version, next_pid, now_ms)
+            after = After.END_TXN
+            if fence or timeout:
+                after = After.FENCE_ABORT if fence else After.TIMEOUT_ABORT
+            return Write(meta.transactional_id, transit, after)
+        if state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            done = S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT
+            # A retry of an EndTxn that completed: answered as the first time.
+            if state == done:
+                return Answer(E.none, meta.producer_id, meta.producer_epoch)
+            return Answer(E.invalid_txn_state)
+        if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return Answer(E.concurrent_transactions if state == wanted else E.invalid_txn_state)
+        if state == S.EMPTY:
+            return Answer(E.invalid_txn_state)
+        raise IllegalTransition(f"{meta.transactional_id}: EndTxn found {state.name}")
+
+    @staticmethod
+    def _end_epoch_bumped(meta: TransactionMetadata, producer_epoch: int) -> bool:
+        """TV2: EndTxn bumps, so a retry carries the epoch before the bump."""
+        return (
+            meta.pending_state != S.PREPARE_EPOCH_FENCE
+            and meta.client_version.supports_epoch_bump
+            and meta.producer_epoch == producer_epoch + 1
+        )
+
+    @staticmethod
+    def _abandon(meta: TransactionMetadata, fence: bool, error: ErrorCode) -> Answer:
+        if fence:  # the fence prepared by this call is not going ahead
+            meta.pending_state = None
+        return Answer(error)
+
+    # -- the write's outcome -----------------------------------------------------------
+
+    def written(self, w: Write, now_ms: int) -> Written:
+        """The prepared move is durable: apply it, answer, and say what follows."""
+        meta = self.txns[w.transactional_id]
+        if w.after == After.EXPIRE:
+            meta.pending_state = None
+            meta.state = S.DEAD
+            del self.txns[w.transactional_id]
+            return Written(None)
+        meta.complete_transition(w.transit)
+        if w.after == After.INIT_PRODUCER_ID:
+            return Written(Answer(E.none, meta.producer_id, meta.producer_epoch))
+        if w.after == After.ADD_PARTITIONS:
+            return Written(Answer(E.none))
+        if w.after == After.COMPLETE:
+            return Written(None)
+        markers = self._markers(meta, now_ms)
+        if w.after == After.END_TXN:
+            return Written(Answer(E.none, meta.producer_id, meta.producer_epoch), markers)
+        if w.after == After.FENCE_ABORT:
+            return Written(Answer(E.concurrent_transactions), markers)
+        return Written(None, markers)
+
+    def _markers(self, meta: TransactionMetadata, now_ms: int) -> Markers:
+        pid, epoch, parts = meta.producer_id, meta.producer_epoch, frozenset(meta.partitions)
+        commit = meta.state == S.PREPARE_COMMIT
+        complete = Write(meta.transactional_id, meta.prepare_complete(now_ms), After.COMPLETE)
+        txn_id, coordinator_epoch = meta.transactional_id, self.coordinator_epoch
+        return Markers(txn_id, pid, epoch, commit, coordinator_epoch, parts, complete)
+
+    def write_failed(self, w: Write, error: ErrorCode) -> Answer | None:
+        """The write did not land (NOT_COORDINATOR when the shard moved, else
+        COORDINATOR_NOT_AVAILABLE): nothing changed, the client retries."""
+        meta = self.txns.get(w.transactional_id)
+        if meta is not None:
+            meta.abort_transition()
+            if w.after in (After.FENCE_ABORT, After.TIMEOUT_ABORT):
+                meta.has_failed_epoch_fence = True
+        if w.after in (After.TIMEOUT_ABORT, After.COMPLETE, After.EXPIRE):
+            return None
+        return Answer(error)
+
+    def loaded(self, now_ms: int) -> list[Markers]:
+        """After this node took the shard over: the transactions its predecessor left
+        between EndTxn and the end of their markers, whose markers it now writes
+        (with this coordinator epoch: a late marker of the predecessor is fenced)."""
+        return [
+            self._markers(meta, now_ms)
+            for meta in self.txns.values()
+            if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT) and not meta.pending
+        ]
+
+    def markers_partition_gone(self, transactional_id: str, partition: TopicPartition) -> None:
+        """A partition deleted before its marker was written needs none (Kafka drops it)."""
+        meta = self.txns.get(transactional_id)
+        if meta is not None and meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            meta.partitions.discard(partition)
+
+    # -- time ------------------------------------------------------------------------
+
+    def next_deadline_ms(self) -> int | None:
+        """When the earliest open transaction times out, for the role's one timer."""
+        ends = [
+            m.txn_start_ms + m.txn_timeout_ms
+            for m in self.txns.values()
+            if m.state == S.ONGOING and not m.pending
+        ]
+        return min(ends, default=None)
+
+    def abort_timed_out(self, now_ms: int) -> list[Write]:
+        """Transactions open longer than their timeout, aborted under a bumped epoch so
+        the producer that left them is fenced (Kafka's abortTimedOutTransactions)."""
+        out: list[Write] = []
+        for meta in list(self.txns.values()):
+            if meta.state != S.ONGOING or meta.pending:
+                continue
+            if meta.txn_start_ms + meta.txn_timeout_ms >= now_ms:
+                continue
+            fence = meta.prepare_fence_producer_epoch()
+            epoch = fence.producer_epoch
+            decision = self._end(meta, epoch, False, False, None, now_ms, timeout=True)
+            if isinstance(decision, Write):
+                out.append(decision)
+            else:
+                meta.pending_state = None
+        return out
+
+    def expire_ids(self, now_ms: int) -> list[Write]:
+        """Ids idle past transactional.id.expiration.ms with no open transaction."""
+        out: list[Write] = []
+        for meta in self.txns.values():
+            if (
+                meta.state in EXPIRATION_ALLOWED
+                and not meta.pending
+                and meta.txn_last_update_ms + self.config.id_expiration_ms <= now_ms
+            ):
+                out.append(Write(meta.transactional_id, meta.prepare_dead(), After.EXPIRE))
+        return out
+
+
+def _expected_valid(meta: TransactionMetadata, producer_id: int, epoch: int) -> bool:
+    """KIP-360: a recovering producer keeps its id unless someone else took over: the
+    metadata was just made, it names the current id, or the previous one whose epochs
+    ran out (a retry of the rotation whose answer was lost)."""
+    return (
+        meta.producer_epoch == NO_PRODUCER_EPOCH
+        or producer_id == meta.producer_id
+        or (producer_id == meta.prev_producer_id and is_epoch_exhausted(epoch))
+    )
