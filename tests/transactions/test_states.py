@@ -15,7 +15,9 @@ from zonegate.transactions.states import (
     TransactionVersion,
     TxnState,
     is_epoch_exhausted,
+    java_string_hash,
     may_move,
+    shard_for,
 )
 
 pytestmark = pytest.mark.unit
@@ -101,3 +103,23 @@ def test_epoch_exhaustion_leaves_room_for_one_fence() -> None:
 
 def test_only_version_two_bumps_at_every_end() -> None:
     assert [v.supports_epoch_bump for v in TransactionVersion] == [False, False, True]
+
+
+# Values printed by Java 21's "...".hashCode() (and Math.abs(h) % 50 beside them):
+# "polygenelubricants" hashes to Integer.MIN_VALUE, whose Math.abs is negative, which is
+# why Kafka's Utils.abs maps it to 0.
+@pytest.mark.parametrize(
+    ("s", "h", "shard"),
+    [
+        ("", 0, 0),
+        ("a", 97, 47),
+        ("ab", 3105, 5),
+        ("hello", 99162322, 22),
+        ("polygenelubricants", -(1 << 31), 0),
+        ("golden-tx", -1280132664, 14),
+        ("\U0001f600", 1772899, 49),  # a surrogate pair: two UTF-16 code units
+    ],
+)
+def test_java_string_hash_and_kafkas_partition_for(s: str, h: int, shard: int) -> None:
+    assert java_string_hash(s) == h
+    assert shard_for(s, 50) == shard

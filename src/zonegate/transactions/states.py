@@ -99,3 +99,20 @@ class IllegalTransition(Exception):
     """A move the table does not allow, or a completion that does not match what was
     prepared: a bug in the coordinator, never a client's error (Kafka's
     IllegalStateException in the same places)."""
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode: over UTF-16 code units, wrapping at 32 bits."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def shard_for(key: str, shards: int) -> int:
+    """The shard of a transactional id (or the `__consumer_offsets` partition of a group),
+    as Kafka's partitionFor computes it, so DescribeTransactions names the partitions
+    Kafka would: Utils.abs(key.hashCode) % shards, where abs(MIN_VALUE) is 0."""
+    h = java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % shards
