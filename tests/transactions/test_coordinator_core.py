@@ -12,15 +12,8 @@ import pytest
 from kio.schema.errors import ErrorCode as E
 
 from zonegate.runtime.clock import ManualClock
-from zonegate.transactions.coordinator_core import (
-    After,
-    Answer,
-    CoordinatorConfig,
-    Markers,
-    ProducerIdsUnavailable,
-    TransactionShard,
-    Write,
-)
+from zonegate.transactions.coordinator_core import CoordinatorConfig, TransactionShard
+from zonegate.transactions.decisions import After, Answer, Markers, ProducerIdsUnavailable, Write
 from zonegate.transactions.metadata import TransactionMetadata
 from zonegate.transactions.states import MAX_EPOCH, TransactionVersion, TxnState
 
@@ -304,7 +297,7 @@ def test_end_txn_v0_commits_or_aborts_at_the_same_epoch(commit: bool) -> None:
     w = write(s.end_txn(TX, PID, EPOCH, commit, TV0, 200))
     assert w.transit.state == (S.PREPARE_COMMIT if commit else S.PREPARE_ABORT)
     out = s.written(w, 200)
-    assert out.answer == Answer(E.none, PID, EPOCH)
+    assert out.answer == Answer(E.none)  # EndTxn before v5 carries no producer id or epoch
     assert isinstance(out.markers, Markers)
     assert (out.markers.commit, out.markers.producer_epoch) == (commit, EPOCH)
     assert out.markers.coordinator_epoch == 3
@@ -330,13 +323,52 @@ def test_end_txn_v2_bumps_the_epoch_and_answers_the_new_one() -> None:
     s.written(out.markers.complete, 202)
     # a retry after completion: answered as the first time
     assert s.end_txn(TX, PID, EPOCH, True, TV2, 203) == Answer(E.none, PID, EPOCH + 1)
-    # but the new epoch starting an EndTxn with no transaction is an error
-    assert s.end_txn(TX, PID, EPOCH + 1, True, TV2, 204) == Answer(E.producer_fenced)
+    # but a commit at the new epoch with no transaction open is an invalid state
+    assert s.end_txn(TX, PID, EPOCH + 1, True, TV2, 204) == Answer(E.invalid_txn_state)
 
 
-def test_end_txn_v2_retry_that_is_not_a_retry_is_fenced() -> None:
+def test_end_txn_v2_an_older_epoch_that_is_not_a_retry_is_fenced() -> None:
     s = shard(meta(S.COMPLETE_COMMIT, tv=TV2))
-    assert s.end_txn(TX, PID, EPOCH, True, TV2, 1) == Answer(E.producer_fenced)
+    assert s.end_txn(TX, PID, EPOCH - 2, True, TV2, 1) == Answer(E.producer_fenced)
+    assert s.end_txn(TX, PID, EPOCH + 1, True, TV2, 1) == Answer(E.producer_fenced)
+
+
+# Kafka 4's table for transaction version 2 (TransactionCoordinator.scala): the retry
+# carries the epoch below the stored one; "bump" is a write of PrepareAbort at epoch + 1.
+PF, ITS, NONE = E.producer_fenced, E.invalid_txn_state, E.none
+TV2_TABLE = {
+    # state: (abort retry, abort current, commit retry, commit current)
+    S.EMPTY: (PF, S.PREPARE_ABORT, PF, ITS),
+    S.COMPLETE_ABORT: (NONE, S.PREPARE_ABORT, ITS, ITS),
+    S.COMPLETE_COMMIT: (ITS, S.PREPARE_ABORT, NONE, ITS),
+    S.ONGOING: (PF, S.PREPARE_ABORT, PF, S.PREPARE_COMMIT),
+    S.PREPARE_ABORT: (CC, PF, ITS, PF),
+    S.PREPARE_COMMIT: (ITS, PF, CC, PF),
+}
+
+
+@pytest.mark.parametrize("state", list(TV2_TABLE))
+def test_end_txn_v2_table(state: TxnState) -> None:
+    want = TV2_TABLE[state]
+    got = []
+    for commit in (False, True):
+        for epoch in (EPOCH - 1, EPOCH):  # retry, current
+            d = shard(meta(state, tv=TV2)).end_txn(TX, PID, epoch, commit, TV2, 1000)
+            got.append(_outcome(d))
+    assert tuple(got) == want
+
+
+def test_end_txn_v2_abort_with_nothing_open_completes_with_no_markers_to_write() -> None:
+    s = shard(meta(S.COMPLETE_COMMIT, tv=TV2))
+    w = write(s.end_txn(TX, PID, EPOCH, False, TV2, 777))
+    assert (w.transit.producer_epoch, w.transit.txn_start_ms) == (EPOCH + 1, 777)
+    out = s.written(w, 777)
+    assert out.answer == Answer(E.none, PID, EPOCH + 1)
+    assert out.markers is not None and out.markers.partitions == frozenset()
+    s.written(out.markers.complete, 778)
+    assert (s.txns[TX].state, s.txns[TX].producer_epoch) == (S.COMPLETE_ABORT, EPOCH + 1)
+    # and its retry is answered as the first time
+    assert s.end_txn(TX, PID, EPOCH, False, TV2, 779) == Answer(E.none, PID, EPOCH + 1)
 
 
 def test_end_txn_v2_overflow_rotates_the_producer_id() -> None:

@@ -1,4 +1,4 @@
-"""One transactional id's two-step moves, ported from Kafka's TransactionMetadataTest."""
+"""One transactional id's two-step moves, ported from Kafka 4's TransactionMetadataTest."""
 
 from __future__ import annotations
 
@@ -57,14 +57,14 @@ def test_tolerate_update_time_shift_during_epoch_bump() -> None:
     m = txn(1, txn_start_ms=1)
     m.complete_transition(bump(m, 1, NOW - 1))
     assert (m.producer_epoch, m.last_producer_epoch) == (2, 1)
-    assert (m.txn_start_ms, m.txn_last_update_ms) == (1, NOW - 1)
+    assert (m.txn_start_ms, m.txn_last_update_ms) == (-1, NOW - 1)
 
 
 def test_tolerate_update_time_reset_during_producer_id_rotation() -> None:
     m = txn(1, txn_start_ms=1)
     m.complete_transition(m.prepare_producer_id_rotation(PID + 1, 30000, NOW - 1, True))
     assert (m.producer_id, m.prev_producer_id, m.producer_epoch) == (PID + 1, PID, 0)
-    assert (m.last_producer_epoch, m.txn_last_update_ms) == (1, NOW - 1)
+    assert (m.last_producer_epoch, m.txn_start_ms, m.txn_last_update_ms) == (1, -1, NOW - 1)
 
 
 def test_tolerate_time_shift_during_add_partitions() -> None:
@@ -91,15 +91,26 @@ def test_tolerate_time_shift_during_prepare(state: TxnState) -> None:
 @pytest.mark.parametrize("tv", [TV0, TV2])
 @pytest.mark.parametrize("state", [S.PREPARE_COMMIT, S.PREPARE_ABORT])
 def test_tolerate_time_shift_during_complete(state: TxnState, tv: TransactionVersion) -> None:
-    m = txn(1, state, txn_start_ms=1, client_version=tv)
+    m = txn(1, state, txn_start_ms=1, client_version=tv, last_producer_epoch=0)
     m.complete_transition(m.prepare_complete(NOW - 1))
     done = S.COMPLETE_COMMIT if state == S.PREPARE_COMMIT else S.COMPLETE_ABORT
-    assert (m.state, m.producer_epoch, m.txn_start_ms, m.txn_last_update_ms) == (
-        done,
-        1,
-        1,
-        NOW - 1,
-    )
+    assert (m.state, m.producer_epoch, m.last_producer_epoch) == (done, 1, 0)
+    assert (m.txn_start_ms, m.txn_last_update_ms) == (1, NOW - 1)
+
+
+@pytest.mark.parametrize("state", [S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT])
+def test_tv2_aborts_with_no_transaction_open(state: TxnState) -> None:
+    """Kafka 4: a TV2 client unsure of the server's state aborts anyway; the abort's time
+    stands in for the start of a transaction that never began."""
+    m = txn(735, state, txn_start_ms=NOW - 1 if state != S.EMPTY else -1, client_version=TV2)
+    t = m.prepare_abort_or_commit(S.PREPARE_ABORT, TV2, NO_PRODUCER_ID, NOW + 1, True)
+    m.complete_transition(t)
+    assert (m.producer_id, m.producer_epoch, m.txn_start_ms) == (PID, 736, NOW + 1)
+
+
+def test_commit_with_no_transaction_open_is_a_bug() -> None:
+    with pytest.raises(IllegalTransition):
+        txn(735, S.EMPTY).prepare_abort_or_commit(S.PREPARE_COMMIT, TV2, NO_PRODUCER_ID, NOW)
 
 
 def test_fence_producer_after_epochs_exhausted() -> None:
@@ -139,6 +150,8 @@ def test_epoch_bump_on_end_txn_overflow() -> None:
     assert (m.producer_id, m.producer_epoch) == (PID, MAX_EPOCH)
     m.complete_transition(m.prepare_complete(NOW))
     assert (m.producer_id, m.producer_epoch, m.client_version) == (9893, 0, TV2)
+    # the last epoch stays the one the client saw before the new id (Kafka 4)
+    assert (m.last_producer_epoch, m.prev_producer_id) == (MAX_EPOCH - 1, PID)
 
 
 @pytest.mark.parametrize("state", [S.ONGOING, S.PREPARE_ABORT, S.PREPARE_COMMIT])

@@ -14,18 +14,24 @@ ProducerIdManager prefetches blocks the same way).
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.transactions.metadata import TopicPartition, TransactionMetadata, TxnTransit
+from zonegate.transactions.decisions import (
+    After,
+    Answer,
+    Markers,
+    ProducerIdsUnavailable,
+    Write,
+    Written,
+)
+from zonegate.transactions.end_txn import end_v1, end_v2
+from zonegate.transactions.metadata import TopicPartition, TransactionMetadata
 from zonegate.transactions.states import (
     EXPIRATION_ALLOWED,
-    MAX_EPOCH,
     NO_PRODUCER_EPOCH,
-    NO_PRODUCER_ID,
     IllegalTransition,
     TransactionVersion,
     TxnState,
@@ -34,57 +40,7 @@ from zonegate.transactions.states import (
 
 S = TxnState
 E = ErrorCode
-
-
-class ProducerIdsUnavailable(Exception):
-    """No producer id at hand (the next block is being fetched): the client retries
-    (Kafka answers COORDINATOR_LOAD_IN_PROGRESS while its block is not there)."""
-
-
-class After(enum.Enum):
-    """What a write was for, so `written` knows whom to answer and what follows."""
-
-    INIT_PRODUCER_ID = "init"
-    ADD_PARTITIONS = "add"
-    END_TXN = "end"
-    FENCE_ABORT = "fence"  # InitProducerId during a transaction: abort, answer a retry
-    TIMEOUT_ABORT = "timeout"  # the coordinator's own abort: nobody to answer
-    COMPLETE = "complete"  # markers written: the transaction is over
-    EXPIRE = "expire"  # the id is forgotten
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    error: ErrorCode
-    producer_id: int = NO_PRODUCER_ID
-    producer_epoch: int = NO_PRODUCER_EPOCH
-
-
-@dataclass(frozen=True, slots=True)
-class Write:
-    transactional_id: str
-    transit: TxnTransit
-    after: After
-
-
-@dataclass(frozen=True, slots=True)
-class Markers:
-    """Commit or abort markers for every partition of a transaction, written by each
-    partition's leader with this shard's coordinator epoch; then `complete` is written."""
-
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
-    commit: bool
-    coordinator_epoch: int
-    partitions: frozenset[TopicPartition]
-    complete: Write
-
-
-@dataclass(frozen=True, slots=True)
-class Written:
-    answer: Answer | None
-    markers: Markers | None = None
+TV2 = TransactionVersion.TV_2
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +121,7 @@ class TransactionShard:
             # Abort the open transaction under a bumped epoch (the zombie is fenced), and
             # tell this producer to retry: its retry bumps again, or rotates the id.
             fence = meta.prepare_fence_producer_epoch()
-            return self._end(meta, fence.producer_epoch, False, False, None, now_ms, fence=True)
+            return self._end_by_server(meta, fence.producer_epoch, After.FENCE_ABORT, now_ms)
         raise IllegalTransition(f"{transactional_id}: InitProducerId found {state.name}")
 
     # -- AddPartitionsToTxn, AddOffsetsToTxn, verification ---------------------------
@@ -177,8 +133,11 @@ class TransactionShard:
         producer_epoch: int,
         partitions: frozenset[TopicPartition],
         now_ms: int,
+        client_version: TransactionVersion = TransactionVersion.TV_0,
     ) -> Answer | Write:
-        """AddPartitionsToTxn; AddOffsetsToTxn adds the group's offsets partition."""
+        """AddPartitionsToTxn; AddOffsetsToTxn adds the group's offsets partition; under
+        TV2 the partition leader adds for the producer (Produce v12, TxnOffsetCommit v5),
+        and `client_version` is then TV2."""
         if not transactional_id:
             return Answer(E.invalid_request)
         meta = self.txns.get(transactional_id)
@@ -190,7 +149,7 @@ class TransactionShard:
             return Answer(E.concurrent_transactions)
         if meta.state == S.ONGOING and partitions <= meta.partitions:
             return Answer(E.none)
-        transit = meta.prepare_add_partitions(partitions, now_ms)
+        transit = meta.prepare_add_partitions(partitions, now_ms, client_version)
         return Write(transactional_id, transit, After.ADD_PARTITIONS)
 
     def verify_partitions(
@@ -230,100 +189,31 @@ class TransactionShard:
         client_version: TransactionVersion,
         now_ms: int,
     ) -> Answer | Write:
+        """`client_version` is the request's: TV2 for EndTxn v5 from a client that sees
+        transaction.version 2 finalized, else TV0."""
         if not transactional_id:
             return Answer(E.invalid_request)
         meta = self.txns.get(transactional_id)
         if meta is None:
             return Answer(E.invalid_producer_id_mapping)
-        return self._end(meta, producer_epoch, commit, True, client_version, now_ms, producer_id)
+        if client_version.supports_epoch_bump:
+            return end_v2(meta, producer_id, producer_epoch, commit, True, now_ms, self._next_pid)
+        return end_v1(meta, producer_id, producer_epoch, commit, True, now_ms)
 
-    def _end(
-        self,
-        meta: TransactionMetadata,
-        producer_epoch: int,
-        commit: bool,
-        from_client: bool,
-        client_version: TransactionVersion | None,
-        now_ms: int,
-        producer_id: int | None = None,
-        fence: bool = False,
-        timeout: bool = False,
+    def _end_by_server(
+        self, meta: TransactionMetadata, epoch: int, after: After, now_ms: int
     ) -> Answer | Write:
-        """Kafka's endTransaction. Not from a client (a fence or a timeout), the server's
-        transaction version applies and the bumped epoch of the fence is the producer's."""
-        version = self.config.version if client_version is None else client_version
-        pid = meta.producer_id if producer_id is None else producer_id
-        fencing = meta.pending_state == S.PREPARE_EPOCH_FENCE
-        tv2 = not fencing and meta.client_version.supports_epoch_bump
-        retry_on_overflow = (
-            tv2
-            and meta.prev_producer_id == pid
-            and producer_epoch == MAX_EPOCH - 1
-            and meta.producer_epoch == 0
-        )
-        retry_on_bump = self._end_epoch_bumped(meta, producer_epoch)
-        if tv2:
-            if meta.state in (S.ONGOING, S.EMPTY, S.DEAD, S.PREPARE_EPOCH_FENCE):
-                valid_epoch = producer_epoch == meta.producer_epoch
-            elif meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-                valid_epoch = retry_on_bump
-            else:
-                valid_epoch = retry_on_bump or retry_on_overflow
+        """The coordinator's own abort (a fence or a timeout), under the cluster's
+        transaction.version, with the fence's bumped epoch as the producer's."""
+        pid = meta.producer_id
+        if self.config.version.supports_epoch_bump:
+            d = end_v2(meta, pid, epoch, False, False, now_ms, self._next_pid)
         else:
-            valid_epoch = (
-                not from_client or producer_epoch == meta.producer_epoch
-            ) and producer_epoch >= meta.producer_epoch
-        if meta.producer_id != pid and not retry_on_overflow:
-            return self._abandon(meta, fence, E.invalid_producer_id_mapping)
-        if not valid_epoch:
-            return self._abandon(meta, fence, E.producer_fenced)
-        if meta.pending and not fencing:
-            return Answer(E.concurrent_transactions)
-        state = meta.state
-        wanted = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
-        if state == S.ONGOING:
-            next_pid = NO_PRODUCER_ID
-            if version.supports_epoch_bump and not fencing and meta.epoch_exhausted:
-                try:
-                    next_pid = self._next_pid()
-                except ProducerIdsUnavailable:
-                    return Answer(E.coordinator_load_in_progress)
-            if wanted == S.PREPARE_ABORT and fencing:
-                # The fence's bump becomes the epoch the abort is written with.
-                meta.pending_state = None
-                meta.producer_epoch = producer_epoch
-                meta.last_producer_epoch = NO_PRODUCER_EPOCH
-            transit = meta.prepare_abort_or_commit(wanted, version, next_pid, now_ms)
-            after = After.END_TXN
-            if fence or timeout:
-                after = After.FENCE_ABORT if fence else After.TIMEOUT_ABORT
-            return Write(meta.transactional_id, transit, after)
-        if state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
-            done = S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT
-            # A retry of an EndTxn that completed: answered as the first time.
-            if state == done:
-                return Answer(E.none, meta.producer_id, meta.producer_epoch)
-            return Answer(E.invalid_txn_state)
-        if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-            return Answer(E.concurrent_transactions if state == wanted else E.invalid_txn_state)
-        if state == S.EMPTY:
-            return Answer(E.invalid_txn_state)
-        raise IllegalTransition(f"{meta.transactional_id}: EndTxn found {state.name}")
-
-    @staticmethod
-    def _end_epoch_bumped(meta: TransactionMetadata, producer_epoch: int) -> bool:
-        """TV2: EndTxn bumps, so a retry carries the epoch before the bump."""
-        return (
-            meta.pending_state != S.PREPARE_EPOCH_FENCE
-            and meta.client_version.supports_epoch_bump
-            and meta.producer_epoch == producer_epoch + 1
-        )
-
-    @staticmethod
-    def _abandon(meta: TransactionMetadata, fence: bool, error: ErrorCode) -> Answer:
-        if fence:  # the fence prepared by this call is not going ahead
-            meta.pending_state = None
-        return Answer(error)
+            d = end_v1(meta, pid, epoch, False, False, now_ms)
+        if isinstance(d, Write):
+            return Write(d.transactional_id, d.transit, after)
+        meta.pending_state = None  # the fence prepared for it is not going ahead
+        return d
 
     # -- the write's outcome -----------------------------------------------------------
 
@@ -344,7 +234,10 @@ class TransactionShard:
             return Written(None)
         markers = self._markers(meta, now_ms)
         if w.after == After.END_TXN:
-            return Written(Answer(E.none, meta.producer_id, meta.producer_epoch), markers)
+            # EndTxn v5 (TV2) answers the bumped epoch; earlier versions carry none.
+            if w.transit.client_version.supports_epoch_bump:
+                return Written(Answer(E.none, meta.producer_id, meta.producer_epoch), markers)
+            return Written(Answer(E.none), markers)
         if w.after == After.FENCE_ABORT:
             return Written(Answer(E.concurrent_transactions), markers)
         return Written(None, markers)
@@ -405,12 +298,9 @@ class TransactionShard:
             if meta.txn_start_ms + meta.txn_timeout_ms >= now_ms:
                 continue
             fence = meta.prepare_fence_producer_epoch()
-            epoch = fence.producer_epoch
-            decision = self._end(meta, epoch, False, False, None, now_ms, timeout=True)
+            decision = self._end_by_server(meta, fence.producer_epoch, After.TIMEOUT_ABORT, now_ms)
             if isinstance(decision, Write):
                 out.append(decision)
-            else:
-                meta.pending_state = None
         return out
 
     def expire_ids(self, now_ms: int) -> list[Write]:

@@ -1,7 +1,7 @@
 """The transaction states, the moves between them, and the constants of the protocol.
 
-One table, Kafka's (`TransactionState.validPreviousStates` in
-kafka/coordinator/transaction/TransactionMetadata.scala): a state lists the
+One table, Kafka 4's (`TransactionState.validPreviousStates`, in
+transaction-coordinator/.../TransactionState.java): a state lists the
 states it may be entered from, and any other move is refused as a bug
 (`IllegalTransition`), never answered to a client. The state ids are Kafka's,
 so a snapshot written by one release is read by the next and DescribeTransactions
@@ -57,7 +57,11 @@ VALID_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    # Under transaction version 2 a client unsure of the server's state may abort with
+    # no transaction open (Kafka 4): from Empty and both completions.
+    S.PREPARE_ABORT: frozenset(
+        {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
+    ),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT}),
