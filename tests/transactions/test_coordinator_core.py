@@ -496,3 +496,36 @@ def test_idle_ids_expire_and_open_ones_do_not() -> None:
     s.written(w, exp)
     assert TX not in s.txns
     assert write(s.init_producer_id(TX, 1000, None, exp)).transit.producer_epoch == 0
+
+
+# -- DescribeTransactions, ListTransactions (KIP-664) ------------------------------------
+
+
+def test_describe_names_state_partitions_and_times() -> None:
+    s = shard(meta(S.ONGOING, partitions={P0, P1}))
+    d = s.describe(TX)
+    assert (d.error, d.state, d.producer_id, d.producer_epoch) == (E.none, "Ongoing", PID, EPOCH)
+    assert (d.timeout_ms, d.start_ms, d.partitions) == (1000, 50, frozenset({P0, P1}))
+    assert s.describe("nope").error == E.transactional_id_not_found
+    assert s.describe("").error == E.invalid_request
+
+
+def test_list_filters_by_producer_state_and_duration() -> None:
+    s = shard(
+        meta(S.ONGOING, txn_start_ms=0),
+        TransactionMetadata("b", 11, producer_epoch=0, state=S.COMPLETE_COMMIT, txn_start_ms=900),
+        TransactionMetadata("c", 12, producer_epoch=0, state=S.EMPTY),
+    )
+
+    def ids(pids: list[int], states: list[str], dur: int = -1) -> list[str]:
+        listed, _ = s.list_transactions(pids, states, dur, 1000)
+        return sorted(t.transactional_id for t in listed)
+
+    assert ids([], []) == ["b", "c", TX]
+    assert ids([11, 12], []) == ["b", "c"]
+    assert ids([], ["Ongoing", "Empty"]) == ["c", TX]
+    assert ids([], [], 500) == ["c", TX]  # open longer than 500 ms (c never started: -1)
+    assert ids([], [], 1000) == ["c"]  # strictly longer
+    listed, unknown = s.list_transactions([], ["Ongoing", "Stable"], -1, 1000)
+    assert [t.state for t in listed] == ["Ongoing"] and unknown == ["Stable"]
+    assert s.list_transactions([], ["Stable"], -1, 1000) == ([], ["Stable"])

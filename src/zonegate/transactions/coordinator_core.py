@@ -44,6 +44,27 @@ TV2 = TransactionVersion.TV_2
 
 
 @dataclass(frozen=True, slots=True)
+class TxnDescription:
+    """One DescribeTransactions answer: Kafka's state name, and the partitions in it."""
+
+    transactional_id: str
+    error: ErrorCode
+    state: str = ""
+    producer_id: int = -1
+    producer_epoch: int = -1
+    timeout_ms: int = 0
+    start_ms: int = -1
+    partitions: frozenset[TopicPartition] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class TxnListing:
+    transactional_id: str
+    producer_id: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
 class CoordinatorConfig:
     max_timeout_ms: int = 900000  # transaction.max.timeout.ms
     id_expiration_ms: int = 604800000  # transactional.id.expiration.ms
@@ -276,6 +297,53 @@ class TransactionShard:
         meta = self.txns.get(transactional_id)
         if meta is not None and meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             meta.partitions.discard(partition)
+
+    # -- admin (KIP-664) ---------------------------------------------------------------
+
+    def describe(self, transactional_id: str) -> TxnDescription:
+        """DescribeTransactions for one id: TRANSACTIONAL_ID_NOT_FOUND when unknown or
+        being expired (Dead), INVALID_REQUEST for an empty id."""
+        if not transactional_id:
+            return TxnDescription(transactional_id, E.invalid_request)
+        meta = self.txns.get(transactional_id)
+        if meta is None or meta.state == S.DEAD:
+            return TxnDescription(transactional_id, E.transactional_id_not_found)
+        return TxnDescription(
+            transactional_id,
+            E.none,
+            meta.state.kafka_name,
+            meta.producer_id,
+            meta.producer_epoch,
+            meta.txn_timeout_ms,
+            meta.txn_start_ms,
+            frozenset(meta.partitions),
+        )
+
+    def list_transactions(
+        self,
+        producer_ids: Iterable[int],
+        state_names: Iterable[str],
+        min_duration_ms: int,
+        now_ms: int,
+    ) -> tuple[list[TxnListing], list[str]]:
+        """ListTransactions (v1 adds the duration filter, -1: none): the ids that pass
+        every filter given, and the state names Kafka does not know (answered as
+        `unknown_state_filters`; a filter of only unknown names matches nothing)."""
+        pids, names = set(producer_ids), list(state_names)
+        states = {st for n in names if (st := TxnState.from_kafka_name(n)) is not None}
+        unknown = [n for n in names if TxnState.from_kafka_name(n) is None]
+        out = []
+        for meta in self.txns.values():
+            if meta.state == S.DEAD:
+                continue  # being expired: Kafka leaves it out
+            if pids and meta.producer_id not in pids:
+                continue
+            if names and meta.state not in states:
+                continue
+            if min_duration_ms >= 0 and now_ms - meta.txn_start_ms <= min_duration_ms:
+                continue
+            out.append(TxnListing(meta.transactional_id, meta.producer_id, meta.state.kafka_name))
+        return out, unknown
 
     # -- time ------------------------------------------------------------------------
 
