@@ -85,7 +85,7 @@ def test_the_partition_rules_replayed_over_kafkas_log_answer_what_kafka_answered
             assert out.error == E.none
         else:
             guard = None
-            if p.needs_verification(h.producer_id, h.is_transactional):
+            if p.needs_verification(h.producer_id, h.producer_epoch, h.is_transactional):
                 guard = p.begin_verification(h.producer_id, h.producer_epoch, h.base_sequence, 0)
             err = c.data_batch(
                 h.producer_id, h.producer_epoch, h.base_sequence, True, h.base_offset, 0, guard

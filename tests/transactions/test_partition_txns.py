@@ -18,7 +18,7 @@ A, B = 1000, 2000  # producer ids
 
 
 def verified(p: PartitionTxns, pid: int, epoch: int = 0, seq: int = 0) -> int:
-    assert p.needs_verification(pid, transactional=True)
+    assert p.needs_verification(pid, epoch, transactional=True)
     return p.begin_verification(pid, epoch, seq, 0)
 
 
@@ -52,7 +52,7 @@ def test_no_transaction_means_the_lso_is_the_high_watermark() -> None:
 def test_an_open_transaction_holds_the_lso_at_its_first_offset() -> None:
     p = PartitionTxns()
     assert txn_batch(p, A, 5, guard=verified(p, A)) == E.none
-    assert not p.needs_verification(A, True)  # its next batches go straight in
+    assert not p.needs_verification(A, 0, True)  # its next batches go straight in
     assert txn_batch(p, A, 9, seq=1) == E.none
     assert p.last_stable_offset(10) == 5
     assert txn_batch(p, B, 10, guard=verified(p, B)) == E.none
@@ -172,6 +172,22 @@ def test_tv2_marker_with_the_bumped_epoch_fences_the_zombie() -> None:
     assert marker(p, A, 1, commit=True, epoch=5) == E.none
     g = p.begin_verification(A, 4, 1, 0)  # the zombie even gets a guard
     assert txn_batch(p, A, 2, epoch=4, seq=1, guard=g) == E.invalid_producer_epoch
+
+
+def test_the_next_transaction_waits_for_the_marker_of_the_last() -> None:
+    """Under TV2 the producer's next transaction (epoch + 1) may reach a partition before
+    the marker of the last one: it must be verified, and cannot join the open one."""
+    p = PartitionTxns()
+    txn_batch(p, A, 0, epoch=4, guard=p.begin_verification(A, 4, 0, 0))
+    assert not p.needs_verification(A, 4, True)
+    assert p.needs_verification(A, 5, True)
+    assert txn_batch(p, A, 1, epoch=5, seq=0) == E.invalid_txn_state
+    g = p.begin_verification(A, 5, 0, 0)  # even with a guard, never merged
+    assert txn_batch(p, A, 1, epoch=5, seq=0, guard=g) == E.invalid_txn_state
+    assert marker(p, A, 1, commit=True, epoch=5) == E.none
+    g = p.begin_verification(A, 5, 0, 0)
+    assert txn_batch(p, A, 2, epoch=5, seq=0, guard=g) == E.none
+    assert p.last_stable_offset(3) == 2
 
 
 def test_a_deposed_coordinators_marker_is_fenced() -> None:

@@ -282,6 +282,16 @@ class TransactionShard:
             return None
         return Answer(error)
 
+    def complete_again(self, transactional_id: str, now_ms: int) -> Write | None:
+        """The write of a completion failed (the store was out of reach): the same move,
+        prepared again, for the role to retry until it lands or the shard is lost (Kafka
+        keeps such writes in its txnLogAppendRetryQueue). None when there is nothing to
+        complete any more."""
+        meta = self.txns.get(transactional_id)
+        if meta is None or meta.pending or meta.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return None
+        return Write(transactional_id, meta.prepare_complete(now_ms), After.COMPLETE)
+
     def loaded(self, now_ms: int) -> list[Markers]:
         """After this node took the shard over: the transactions its predecessor left
         between EndTxn and the end of their markers, whose markers it now writes

@@ -110,13 +110,18 @@ class PartitionTxns:
 
     # -- KIP-890 part 1 ---------------------------------------------------------------------
 
-    def needs_verification(self, producer_id: int, transactional: bool) -> bool:
-        """A transactional batch of a producer with no transaction open here is taken
-        only once the coordinator says the partition is in its transaction."""
+    def needs_verification(self, producer_id: int, epoch: int, transactional: bool) -> bool:
+        """A transactional batch of a producer with no transaction open here at its epoch
+        is taken only once the coordinator says the partition is in its transaction.
+        A newer epoch counts as no transaction open (Kafka 4's hasOngoingTransaction):
+        under TV2 the producer's next transaction starts at the epoch its EndTxn
+        answered, possibly before that transaction's marker reached this partition, and
+        its first batch must wait for the coordinator (CONCURRENT_TRANSACTIONS until
+        the markers are all written), never join the transaction still open here."""
         if not transactional:
             return False
         p = self.producers.get(producer_id)
-        return p is None or p.txn_first_offset is None
+        return p is None or p.txn_first_offset is None or p.epoch != epoch
 
     def begin_verification(self, producer_id: int, epoch: int, first_seq: int, now_ms: int) -> int:
         """Start (or join) a verification and return the guard the batch carries into its
@@ -206,6 +211,11 @@ class TxnCycle:
         open_first = None if p is None else p.txn_first_offset
         if open_first is not None and not transactional:
             return E.invalid_txn_state  # a plain write in the middle of its transaction
+        if open_first is not None and p is not None and epoch > p.epoch:
+            # The transaction open here ended under the older epoch but its marker has not
+            # landed: the coordinator answers no verification before it does, so a batch
+            # of the next transaction here is a bug upstream; never merge the two.
+            return E.invalid_txn_state
         if transactional and open_first is None:
             v = self._guard(producer_id)
             if v is None or guard != v.guard:
