@@ -529,3 +529,16 @@ def test_list_filters_by_producer_state_and_duration() -> None:
     listed, unknown = s.list_transactions([], ["Ongoing", "Stable"], -1, 1000)
     assert [t.state for t in listed] == ["Ongoing"] and unknown == ["Stable"]
     assert s.list_transactions([], ["Stable"], -1, 1000) == ([], ["Stable"])
+
+
+def test_a_failed_completion_write_is_prepared_again() -> None:
+    s = shard(meta(S.ONGOING), version=TV0)
+    out = s.written(write(s.end_txn(TX, PID, EPOCH, True, TV0, 1)), 1)
+    assert out.markers is not None
+    assert s.complete_again(TX, 2) is None  # its completion is still pending
+    assert s.write_failed(out.markers.complete, E.coordinator_not_available) is None
+    again = s.complete_again(TX, 3)
+    assert again is not None and again.transit.state == S.COMPLETE_COMMIT
+    s.written(again, 3)
+    assert s.txns[TX].state == S.COMPLETE_COMMIT
+    assert s.complete_again(TX, 4) is None  # nothing left to complete
