@@ -3,16 +3,18 @@
 Producers (Kafka's transactional producer, reduced to its protocol steps), one
 coordinator shard (`TransactionShard`, its durable state a dict, crashed and taken
 over with a higher coordinator epoch), and partition leaders (`PartitionTxns` plus
-a log) exchange messages through a network that delays, reorders and duplicates
-them, with failed coordinator writes, refused markers and timeouts. At the end a
-checker in the style of Jepsen's Kafka workload reads every partition with
-read_committed and compares with what the producers were told: no aborted read,
-no lost committed write, no duplicate, no transaction left hanging (LSO = high
-watermark). The sequencer is modelled by its rules: a batch seen before is
-acknowledged without a second append, the next batch of an epoch must carry the next
-sequence, and a new epoch (an InitProducerId, or a TV2 marker) starts again at 0.
-`verify=False` is a broker before KIP-890: it appends a transaction's first batch
-without asking the coordinator, which the checker must catch.
+a log; partitions also move to new leaders, which load only what was committed)
+exchange messages through a network that delays, reorders and duplicates them, with
+failed coordinator writes, refused markers and timeouts. At the end a checker in the
+style of Jepsen's Kafka workload reads every partition with read_committed and
+compares with what the producers were told: no aborted read, no lost committed
+write, no duplicate, no transaction left hanging (LSO = high watermark).
+
+The sequencer is modelled by its rules: a batch seen before is acknowledged without
+a second append, the next batch of an epoch must carry the next sequence, and a new
+epoch (an InitProducerId, or a TV2 marker) starts again at 0. `verify=False` is a
+broker before KIP-890: it appends a transaction's first batch without asking the
+coordinator, which the checker must catch.
 """
 
 from __future__ import annotations
@@ -96,6 +98,14 @@ class Partition:
                 self.last_seq[m.producer_id] = (m.producer_epoch, -1)  # sequences restart
         return out.error
 
+    def move(self) -> None:
+        """The partition moves to another leader (or its node is killed): the new leader
+        loads what was committed (producers, aborted index); verifications in flight were
+        the old leader's memory and are gone, so their batches are refused."""
+        committed = self.txns
+        self.txns = PartitionTxns.load(committed.producers.values(), committed.aborted)
+        self.sim.leader_moves += 1
+
     def read_committed(self) -> list[Rec]:
         lso = self.txns.last_stable_offset(len(self.log))
         aborted = self.txns.aborted_in_range(0, lso)
@@ -150,6 +160,7 @@ class Simulation:
         self.partitions = [Partition(self, i) for i in range(partitions)]
         self.clients = [Client(i, txns_left=6) for i in range(clients)]
         self.crashes = 0
+        self.leader_moves = 0
 
     # -- the network ---------------------------------------------------------------
 
@@ -174,6 +185,8 @@ class Simulation:
             self.persist(w, None)
         if self.crashes < 3 and self.rnd.random() < 0.02:
             self.crash()
+        if self.leader_moves < 5 and self.rnd.random() < 0.02:
+            self.rnd.choice(self.partitions).move()
         if any(c.txns_left or c.busy for c in self.clients) or self.progress:
             self.send(self.tick, slow=0)
 
@@ -420,4 +433,5 @@ class Simulation:
                 1 for p in self.partitions if p.txns.last_stable_offset(len(p.log)) < len(p.log)
             ),
             "coordinator crashes": self.crashes,
+            "leader moves": self.leader_moves,
         }
