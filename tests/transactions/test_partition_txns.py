@@ -97,6 +97,22 @@ def test_aborted_in_range_names_the_transactions_meeting_the_range() -> None:
     assert [a.producer_id for a in p.aborted] == [3]
 
 
+def test_read_committed_answers_up_to_the_lso_with_the_aborted_of_the_range() -> None:
+    p = PartitionTxns()
+    txn_batch(p, A, 0, guard=verified(p, A))  # offsets 0-1 in one entry
+    marker(p, A, 2, commit=False)
+    txn_batch(p, B, 3, guard=verified(p, B))  # B's transaction stays open
+    spans = [(0, 1), (2, 2), (3, 3)]
+    keep, lso, aborted = p.read_committed(spans, 0, 4)
+    assert (keep, lso) == (2, 3)
+    assert [(a.producer_id, a.first_offset) for a in aborted] == [(A, 0)]
+    keep, lso, aborted = p.read_committed(spans[2:], 3, 4)
+    assert (keep, lso, aborted) == (0, 3, [])  # nothing stable yet from offset 3
+    marker(p, B, 4, commit=True)
+    keep, lso, aborted = p.read_committed([(3, 3), (4, 4)], 3, 5)
+    assert (keep, lso, aborted) == (2, 5, [])  # A's abort ended before this range
+
+
 def test_a_plain_write_inside_a_transaction_is_refused() -> None:
     p = PartitionTxns()
     txn_batch(p, A, 0, guard=verified(p, A))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from kio.schema.errors import ErrorCode
@@ -101,6 +101,21 @@ class PartitionTxns:
         must name: those whose span meets the range (Kafka's collectAbortedTxns)."""
         i = bisect.bisect_left(self.aborted, fetch_offset, key=lambda a: a.last_offset)
         return [a for a in self.aborted[i:] if a.first_offset < upper_offset]
+
+    def read_committed(
+        self, spans: Sequence[tuple[int, int]], fetch_offset: int, high_watermark: int
+    ) -> tuple[int, int, list[AbortedTxn]]:
+        """A read_committed fetch over index entries `spans` ((base, last) offsets, in
+        order, from the fetch offset): how many of them to answer (those below the LSO:
+        a transaction's first batch starts the unstable range, so no entry straddles it),
+        the LSO to answer, and the aborted transactions of the range answered (Kafka's
+        upper bound: the offset after the last entry answered)."""
+        lso = self.last_stable_offset(high_watermark)
+        keep = 0
+        while keep < len(spans) and spans[keep][0] < lso:
+            keep += 1
+        upper = spans[keep - 1][1] + 1 if keep else fetch_offset
+        return keep, lso, self.aborted_in_range(fetch_offset, upper) if keep else []
 
     def open_transactions(self) -> list[ProducerTxn]:
         """Producers with a transaction open here, oldest first (DescribeProducers,
