@@ -48,6 +48,7 @@ RETRY_LATER = {
 @dataclass(frozen=True)
 class Rec:
     client: int
+    instance: int  # a restarted producer is a new instance; the old one, a zombie
     txn: int
     partition: int
 
@@ -126,6 +127,8 @@ class Partition:
 class Client:
     index: int
     txns_left: int
+    instance: int = 0
+    zombie: bool = False
     pid: int = -1
     epoch: int = -1
     txn: int = 0
@@ -161,6 +164,7 @@ class Simulation:
         self.clients = [Client(i, txns_left=6) for i in range(clients)]
         self.crashes = 0
         self.leader_moves = 0
+        self.restarts = 0
 
     # -- the network ---------------------------------------------------------------
 
@@ -307,6 +311,9 @@ class Simulation:
     # -- the producers -------------------------------------------------------------------
 
     def init(self, c: Client) -> None:
+        if c.zombie:
+            c.busy = False  # a fenced producer is closed, not started again
+            return
         c.busy = True
 
         def answered(ans: Answer) -> None:
@@ -318,6 +325,18 @@ class Simulation:
 
         self.call(lambda s: s.init_producer_id(c.txid, 1000, None, self.now), answered)
 
+    def restart(self, c: Client) -> None:
+        """The application restarts the producer mid-transaction while the old instance
+        lives on: the new one's InitProducerId must fence the old one (a zombie), whose
+        open transaction is aborted and whose later calls are refused."""
+        if c.zombie:
+            return
+        self.restarts += 1
+        successor = Client(c.index, txns_left=c.txns_left, instance=c.instance + 1)
+        c.zombie, c.txns_left = True, 0
+        self.clients.append(successor)
+        self.init(successor)
+
     def begin(self, c: Client) -> None:
         if not c.txns_left:
             c.busy = False
@@ -327,13 +346,15 @@ class Simulation:
         k, pid, epoch = c.txn, c.pid, c.epoch
         chosen = self.rnd.sample(range(len(self.partitions)), self.rnd.randint(1, 3))
         c.acked[k], c.failed = [], False
-        c.outstanding = {Rec(c.index, k, p) for p in chosen}
+        c.outstanding = {Rec(c.index, c.instance, k, p) for p in chosen}
+        if self.restarts < 2 and self.rnd.random() < 0.05:
+            self.send(lambda: self.restart(c))
 
         def produce_all() -> None:
             for p in chosen:
                 seq = c.seq.get(p, -1) + 1
                 c.seq[p] = seq
-                rec = Rec(c.index, k, p)
+                rec = Rec(c.index, c.instance, k, p)
                 copies = 2 if self.rnd.random() < 0.2 else 1  # a retry whose first try lingers
                 for _ in range(copies):
                     self.send(self.attempt(c, k, p, pid, epoch, seq, rec), slow=0.2)
@@ -409,9 +430,12 @@ class Simulation:
                 self.begin(c)
             elif ans.error in RETRY_LATER:
                 self.send(lambda: self.end(c, k, commit))
-            else:  # fenced (a timeout aborted it meanwhile): start over with a new epoch
+            else:  # fenced: by a timeout (start over) or by its own successor (stop)
                 c.outcomes[k] = "unknown"
-                self.init(c)
+                if c.zombie:
+                    c.busy = False
+                else:
+                    self.init(c)
 
         pid, epoch = c.pid, c.epoch
         self.call(lambda s: s.end_txn(c.txid, pid, epoch, commit, self.tv, self.now), answered)
@@ -420,18 +444,27 @@ class Simulation:
 
     def check(self) -> dict[str, int]:
         visible = [r for part in self.partitions for r in part.read_committed()]
-        outcome = {(c.index, k): o for c in self.clients for k, o in c.outcomes.items()}
-        committed = [r for c in self.clients for k, rs in c.acked.items()
-                     if c.outcomes.get(k) == "commit" for r in rs]  # fmt: skip
+        outcome = {(c.index, c.instance, k): o for c in self.clients for k, o in c.outcomes.items()}
+        acked = {
+            (c.index, c.instance, k): set(rs) for c in self.clients for k, rs in c.acked.items()
+        }
+        committed = [r for key, rs in acked.items() if outcome.get(key) == "commit" for r in rs]
+        seen = set(visible)
         return {
             "transactions": len(outcome),
             "committed": sum(1 for o in outcome.values() if o == "commit"),
-            "aborted read": sum(1 for r in visible if outcome.get((r.client, r.txn)) == "abort"),
-            "lost write": sum(1 for r in committed if r not in visible),
+            # every "unknown" here is a transaction the coordinator aborted (a fence or a
+            # timeout): none of its writes may be read either
+            "aborted read": sum(
+                1 for r in visible if outcome.get((r.client, r.instance, r.txn)) != "commit"
+            ),
+            "lost write": sum(1 for r in committed if r not in seen),
+            "torn": sum(1 for rs in acked.values() if rs & seen and not rs <= seen),
             "duplicate": len(visible) - len(set(visible)),
             "hanging": sum(
                 1 for p in self.partitions if p.txns.last_stable_offset(len(p.log)) < len(p.log)
             ),
             "coordinator crashes": self.crashes,
             "leader moves": self.leader_moves,
+            "producer restarts": self.restarts,
         }
