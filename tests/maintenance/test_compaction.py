@@ -10,7 +10,7 @@ import pytest
 
 from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.leader_forwarder.messages import ANY_EPOCH, AppendBatch
-from zonegate.maintenance.compaction import CompactionSettings, Compactor, plan
+from zonegate.maintenance.compaction import CompactionSettings, Compactor, merge_previous, plan
 from zonegate.maintenance.targets import Target
 from zonegate.metastore.sqlite import SqliteMetaStore
 from zonegate.records.batch import iter_batches
@@ -269,3 +269,74 @@ def test_plan_leaves_a_short_retention_to_expire_in_the_wal_objects() -> None:
 
     compacted = Target(1, 1_000, 1 << 30, CleanerConfig(), 50_000)
     assert [len(r) for r in plan(tail, now, compacted, settings, now)] == [3, 1]
+
+
+def _s(base: int, n: int, length: int, append_ms: int, key: str = "streams/1/a") -> IndexEntry:
+    return IndexEntry(base, base + n - 1, key, 0, length, 0, append_ms)
+
+
+def test_merge_previous_takes_a_small_object_just_below_in_the_same_window() -> None:
+    settings = CompactionSettings(stream_object_bytes=1_000, max_delay_ms=60_000)
+    target = Target(1, _SEG, 1 << 30)
+    previous = [_s(0, 10, 100, 1_000), _s(10, 10, 100, 2_000)]
+    run = [_e(20, 10, 300, 3_000)]
+    assert merge_previous(previous, run, target, settings)
+    # Not directly below the run, or no object at all.
+    assert not merge_previous(previous, [_e(21, 10, 300, 3_000)], target, settings)
+    assert not merge_previous([], run, target, settings)
+    # Big enough already (a quarter object), or the two would not fit in one.
+    assert not merge_previous([_s(10, 20, 250, 1_000)], run, target, settings)
+    assert not merge_previous(previous, [_e(20, 10, 801, 3_000)], target, settings)
+    # segment.bytes smaller than the object size bounds both.
+    assert not merge_previous(previous, run, Target(1, _SEG, 700), settings)
+    # A compacted topic's objects are cleaning's; a cleaned object keeps its mark.
+    from zonegate.storage.cleaner import CleanerConfig
+
+    assert not merge_previous(previous, run, Target(1, _SEG, 1 << 30, CleanerConfig()), settings)
+    marked = [_s(0, 20, 200, 1_000, "streams/1/" + "0" * 20 + "-" + "0" * 19 + "19-0-ab-c")]
+    assert not merge_previous(marked, run, target, settings)
+    # Deleting by time: never across an object window (here 4 s of 1 s segments).
+    timed = Target(1, 1_000, 1 << 30, retention_ms=128_000)
+    assert merge_previous(previous, run, timed, settings)
+    assert not merge_previous(previous, [_e(20, 10, 300, 4_000)], timed, settings)
+    # Deleting by size: the merged object stays under its share of retention.bytes.
+    assert merge_previous(
+        previous, run, Target(1, _SEG, 1 << 30, retention_bytes=32 * 501), settings
+    )
+    assert not merge_previous(
+        previous, run, Target(1, _SEG, 1 << 30, retention_bytes=32 * 500), settings
+    )
+
+
+def test_a_slow_partition_keeps_one_growing_object(tmp_path: Path) -> None:
+    """Each compaction delay writes a little: the partition's last stream object is written
+    again with it while small, instead of one more object and one more row each time."""
+
+    async def run() -> None:
+        rig = _Rig(tmp_path, ManualClock())
+        await rig.setup()
+        for _ in range(6):  # 6 delays of 10 batches (about 1 KiB each time)
+            await rig.produce(10)
+            await rig.clock.advance(61.0)
+            await rig.compactor.run_once()
+        stats = rig.compactor.stats
+        assert stats.objects_written == 6 and stats.objects_merged == 5
+        rows = await rig.meta.read_index(rig.sid)
+        assert len({e.object_key for e in rows}) == 1 and len(rows) == 1
+        assert await rig.values() == [b"v%06d" % i for i in range(300)]
+        # Every WAL byte counted once as compacted; what merges wrote again apart.
+        assert stats.bytes_compacted == sum(e.length for e in rows)
+        assert 0 < stats.bytes_merged < 5 * stats.bytes_compacted
+        # Past a quarter object (16 KiB of 64 KiB), the next delay starts a new one.
+        await rig.produce(200)
+        await rig.clock.advance(61.0)
+        await rig.compactor.run_once()
+        await rig.produce(10)
+        await rig.clock.advance(61.0)
+        await rig.compactor.run_once()
+        rows = await rig.meta.read_index(rig.sid)
+        assert len({e.object_key for e in rows}) == 2
+        assert await rig.values() == [b"v%06d" % i for i in range(1350)]
+        await rig.meta.close()
+
+    asyncio.run(run())

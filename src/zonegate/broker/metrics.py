@@ -381,6 +381,12 @@ def _storage_metrics(node: Node, node_id: str) -> Iterator[CounterMetricFamily |
             CounterMetricFamily,
         ),
         (
+            "zonegate_compaction_merged_objects",
+            "Small last stream objects of a partition written again with its tail",
+            comp.objects_merged,
+            CounterMetricFamily,
+        ),
+        (
             "zonegate_compaction_refused_swaps",
             "Rewrites wasted: the range changed or the leader moved before the swap",
             comp.swaps_refused,

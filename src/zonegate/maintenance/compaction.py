@@ -68,6 +68,7 @@ from zonegate.maintenance.targets import Target
 from zonegate.runtime.clock import Clock
 from zonegate.runtime.crash import crash_point
 from zonegate.runtime.io_class import io_class, s3_purpose
+from zonegate.storage.cleaner import clean_mark
 from zonegate.storage.index import IndexEntry, UnknownStream
 from zonegate.storage.objects import ObjectStore
 from zonegate.storage.stream_objects import StreamObject, build_stream_object
@@ -80,6 +81,10 @@ MAX_DELAY_MS = 540_000  # 9 minutes: with a pass's interval and work, under 10
 # (whole segments): the bucket's excess over what retention keeps stays a small share of
 # it until the head split (maintenance/splitting.py) frees even that segment by segment.
 RETENTION_SHARE = 32
+# A partition's last stream object is written again with the next run of its tail while
+# it holds less than this share of `stream_object_bytes`: a slowly written partition
+# keeps a few growing objects instead of one per compaction delay (`merge_previous`).
+MERGE_SHARE = 4
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,7 @@ class CompactionSettings:
     stream_object_bytes: int = STREAM_OBJECT_BYTES  # --stream-object-bytes
     max_delay_ms: int = MAX_DELAY_MS  # --compaction-max-delay-ms
     wal_hold_ms: int = 0  # --gc-orphan-grace-ms: WAL objects live that long anyway
+    merge_share: int = MERGE_SHARE  # 0: small objects are not merged (benchmarks/storage.py)
 
 
 @dataclass
@@ -95,6 +101,8 @@ class CompactionStats:
     objects_written: int = 0
     bytes_compacted: int = 0  # bytes of WAL ranges rewritten into stream objects
     entries_replaced: int = 0
+    objects_merged: int = 0  # a partition's small last stream object written again, larger
+    bytes_merged: int = 0  # of those objects' bytes (not counted in bytes_compacted)
     swaps_refused: int = 0
     failures: int = 0
     seconds_busy: float = 0.0  # wall time spent rewriting (reads, build, PUT, swap)
@@ -114,6 +122,43 @@ def object_window_ms(target: Target) -> int:
         return 0
     seg = max(target.segment_ms, 1)
     return seg * max(1, target.retention_ms // RETENTION_SHARE // seg)
+
+
+def _window_of(e: IndexEntry, span: int) -> int:
+    return (e.append_ms or e.max_timestamp) // span if span else 0
+
+
+def merge_previous(
+    previous: Sequence[IndexEntry],
+    run: Sequence[IndexEntry],
+    target: Target,
+    settings: CompactionSettings,
+) -> bool:
+    """Whether the partition's last stream object (`previous`: its entries, offset order)
+    is written again together with `run`, the tail's first run to write, as one object.
+
+    Only while it is small (under `stream_object_bytes` / `merge_share`) and the two fit
+    in one object, for a partition that is not cleaned by key (cleaning rewrites those
+    itself), directly below the run, within the run's object window (a topic deleting by
+    time keeps its objects inside `object_window_ms`; one deleting by size, under its
+    share). Each merge rewrites at most a quarter object, so a byte is written again at
+    most a few times while a slow partition's object grows (docs/storage.md, "Small
+    stream objects merged")."""
+    if not previous or not run or target.cleaning is not None or not settings.merge_share:
+        return False
+    if previous[-1].last_offset + 1 != run[0].base_offset:
+        return False
+    if any(clean_mark(e.object_key)[0] for e in previous[:1]):
+        return False  # a cleaned object keeps its mark until a compacted topic's cleaning
+    size = sum(e.length for e in previous)
+    limit = max(1, min(settings.stream_object_bytes, target.segment_bytes))
+    if size >= limit // settings.merge_share or size + sum(e.length for e in run) > limit:
+        return False
+    window = object_window_ms(target)
+    if _window_of(previous[0], window) != _window_of(run[-1], window):
+        return False
+    share = target.retention_bytes // RETENTION_SHARE if target.retention_bytes >= 0 else None
+    return share is None or size + sum(e.length for e in run) < share
 
 
 def plan(
@@ -143,13 +188,12 @@ def plan(
     def waited(e: IndexEntry) -> bool:
         return now_ms - (e.append_ms or 0) >= delay
 
-    def window_of(e: IndexEntry, span: int) -> int:
-        return (e.append_ms or e.max_timestamp) // span if span else 0
-
     def boundary(run: list[IndexEntry], size: int, e: IndexEntry) -> bool:
-        if window_of(e, window) != window_of(run[0], window):
+        if _window_of(e, window) != _window_of(run[0], window):
             return True
-        return share is not None and size >= share and window_of(e, seg) != window_of(run[-1], seg)
+        return (
+            share is not None and size >= share and _window_of(e, seg) != _window_of(run[-1], seg)
+        )
 
     # Candidate objects: cut where the next entry would not fit (full) or at a boundary
     # above (not full: written once it waited, like the tail's end).
@@ -247,9 +291,18 @@ class Compactor:
         head_ms = head[0].window * max(target.segment_ms, 1) if head else None
         kept = sum(s.bytes for s in head)
         runs = plan(tail, now_ms, target, self._settings, head_ms, kept)
+        merged = 0
+        if runs and target.cleaning is None:
+            previous = await self._changes.last_object_before(
+                target.stream_id, runs[0][0].base_offset
+            )
+            if merge_previous(previous, runs[0], target, self._settings):
+                runs[0] = [*previous, *runs[0]]
+                merged = sum(e.length for e in previous)
         for group in _swap_groups(runs, self._settings):
-            if not await self._rewrite(target, epoch, group):
+            if not await self._rewrite(target, epoch, group, merged):
                 return  # refused: the tail changed under us; the next pass replans
+            merged = 0
         if target.cleaning is not None:
             with s3_purpose("cleaning"):
                 await clean_partition(
@@ -263,8 +316,11 @@ class Compactor:
                     totals=self.cleaning,
                 )
 
-    async def _rewrite(self, target: Target, epoch: int, runs: list[list[IndexEntry]]) -> bool:
-        """Writes each run as a stream object, and swaps them all in at once."""
+    async def _rewrite(
+        self, target: Target, epoch: int, runs: list[list[IndexEntry]], merged: int = 0
+    ) -> bool:
+        """Writes each run as a stream object, and swaps them all in at once; `merged`:
+        the bytes of the partition's last stream object the first run starts with."""
         started = self._clock.monotonic()
         old = [e for run in runs for e in run]
         blobs = iter(await self._read(old))
@@ -290,7 +346,10 @@ class Compactor:
             await self._store.delete_many([obj.key for obj in objs])
             return False
         self.stats.objects_written += len(objs)
-        self.stats.bytes_compacted += sum(len(obj.data) for obj in objs)
+        self.stats.bytes_compacted += sum(len(obj.data) for obj in objs) - merged
+        if merged:
+            self.stats.objects_merged += 1
+            self.stats.bytes_merged += merged
         self.stats.entries_replaced += len(old)
         log.debug(
             "stream %d offsets %d-%d: %d entries into %d objects from %s",
