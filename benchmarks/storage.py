@@ -71,7 +71,10 @@ SEAL_BYTES = 8 * MIB
 STREAM_OBJECT_BYTES = 16 * MIB
 PRODUCER_BATCH_BYTES = 1_000_000  # librdkafka's batch.size
 # librdkafka's own limit for an idempotent producer, stated so the model's input is
-# visible here: requests it keeps unacknowledged on its one connection.
+# visible here: requests it keeps unacknowledged on its one connection. Measured
+# here, it also keeps at most one per partition (one request a batch, one batch of a
+# partition in flight): 2 partitions seal objects of 1 request, 4 of 2, 8 and 16 of
+# 2.4 (docs/cost-model.md, "WAL objects").
 PRODUCER_IN_FLIGHT = 5
 PROBE_INTERVAL_S = 5.0  # broker/node.py: the object store's health probe
 READ_PARTITIONS = 2
@@ -215,7 +218,7 @@ def predicted_requests(run: Run) -> ByPurpose:
         seal_age_s=0.25,
         put_s=run.upload_s,
         request_bytes=total / requests,
-        window_requests=PRODUCER_IN_FLIGHT,
+        window_requests=min(PRODUCER_IN_FLIGHT, run.partitions),
     )
     wal = wal_objects(total, run.produce_s, nodes=1, sealing=sealing)
     out.add("wal", Requests(puts=wal))
