@@ -127,3 +127,11 @@ def test_cli_cost_wal_put_time_and_group_commit(capsys: pytest.CaptureFixture[st
     assert wal_usd("--wal-seal-when-idle", "false") == pytest.approx(
         140 / 8 * 86_400 * 0.005 / 1000
     )
+    # The table says what it assumed.
+    assert main(["cost", "--ingress-mib-s", "140"]) == 0
+    assert (
+        "zonegate's WAL: 10 objects/s per node of 4.67 MiB (group commit, 100 ms upload cycle;"
+        in capsys.readouterr().out
+    )
+    assert main(["cost", "--ingress-mib-s", "140", "--wal-seal-when-idle", "false"]) == 0
+    assert "5.83 objects/s per node of 8 MiB (no group commit;" in capsys.readouterr().out

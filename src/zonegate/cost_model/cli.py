@@ -9,8 +9,15 @@ from typing import Any
 
 from zonegate.cost_model.breakdown import LINE_ITEMS
 from zonegate.cost_model.price_tables import default_region, price_table
-from zonegate.cost_model.prices import PriceTable, UnknownPrice
-from zonegate.cost_model.whatif import Assumptions, Scenario, Workload, compare, s3_request_usd
+from zonegate.cost_model.prices import MIB, PriceTable, UnknownPrice
+from zonegate.cost_model.whatif import (
+    Assumptions,
+    Scenario,
+    Workload,
+    compare,
+    s3_request_usd,
+    wal_objects_per_second,
+)
 from zonegate.runtime import units
 
 
@@ -228,7 +235,17 @@ def render_table(
         f"{w.retention_hours:g} h retention, {w.partitions} partitions; "
         f"{prices.provider} {prices.region}, {s3.name}, {prices.block_storage_name}"
     )
-    by_purpose = s3_request_usd(w, a or Assumptions(), s3)
+    a = a or Assumptions()
+    by_purpose = s3_request_usd(w, a, s3)
+    per_node = wal_objects_per_second(w, a) / w.nodes
+    sealing = (
+        f"group commit, {a.wal_put_s * 1000:g} ms upload cycle"
+        if a.wal_group_commit
+        else "no group commit"
+    )
+    object_mib = w.ingress_bytes_s / w.nodes / per_node / MIB if per_node else 0.0
+    objects = f"{per_node:.3g} objects/s per node of {object_mib:.3g} MiB" if per_node else "none"
+    wal_line = f"zonegate's WAL: {objects} ({sealing}; --wal-put-ms, --wal-seal-when-idle)"
     purposes = ", ".join(
         f"{p} {_usd(v)}" for p, v in sorted(by_purpose.items(), key=lambda kv: -kv[1]) if v
     )
@@ -243,6 +260,7 @@ def render_table(
             line(rows[-1]),
             "",
             f"zonegate's S3 requests by purpose (USD, requests only): {purposes}",
+            wal_line,
         ]
     )
 
