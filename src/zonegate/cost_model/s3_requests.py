@@ -113,12 +113,13 @@ def node_wal_objects_per_second(bytes_s: float, s: WalSealing) -> float:
     constraints allow, and never below the size seals'):
 
     - an object holds at least one request: at most `q` = bytes_s / request_bytes;
-    - without group commit: one per `seal_age_s`;
-    - with group commit, producers at their own pace (Poisson arrivals at `q`):
-      an upload cycle `c` = min(put_s, seal_age_s) is followed at once by the next
-      seal if a request arrived meanwhile (probability 1 - e^(-qc)), else by the
-      wait for the next request (1/q): 1 / (c + e^(-qc)/q), which is 1/c at high
-      rates and q at low ones;
+    - sealed by age (no group commit, or an upload slower than the age): an object
+      opens at the first request after the last seal (1/q later on average, for
+      Poisson arrivals) and is sealed `seal_age_s` after: 1 / (seal_age_s + 1/q);
+    - with group commit, producers at their own pace: an upload cycle `c` =
+      put_s is followed at once by the next seal if a request arrived meanwhile
+      (probability 1 - e^(-qc)), else by the wait for the next request (1/q):
+      1 / (c + e^(-qc)/q), which is 1/c at high rates and q at low ones;
     - producers with a full window: 2q / window (q / window without group commit,
       where the whole window waits for the age);
     - size: at least bytes_s / seal_bytes.
@@ -127,13 +128,15 @@ def node_wal_objects_per_second(bytes_s: float, s: WalSealing) -> float:
         return 0.0
     q = bytes_s / s.request_bytes
     k = s.window_requests
+    age_sealed = 1.0 / (s.seal_age_s + 1.0 / q)
     if not s.group_commit:
-        rate = min(q, 1.0 / s.seal_age_s, q / k if k is not None else math.inf)
+        rate = min(age_sealed, q / k if k is not None else math.inf)
     elif k is not None:
         rate = q / max(1.0, k / 2)
+    elif s.put_s >= s.seal_age_s:
+        rate = age_sealed  # the age seals while uploads are in flight, so never idle
     else:
-        c = min(s.put_s, s.seal_age_s)
-        rate = 1.0 / (c + math.exp(-q * c) / q)
+        rate = 1.0 / (s.put_s + math.exp(-q * s.put_s) / q)
     return max(bytes_s / s.seal_bytes, rate)
 
 
