@@ -109,8 +109,7 @@ class WalSealing:
 
 def node_wal_objects_per_second(bytes_s: float, s: WalSealing) -> float:
     """WAL objects one node seals per second while `bytes_s` arrive steadily in produce
-    requests of `s.request_bytes` (the objects/s is the smallest the writer's
-    constraints allow, and never below the size seals'):
+    requests of `s.request_bytes`, never fewer than the size seals alone:
 
     - an object holds at least one request: at most `q` = bytes_s / request_bytes;
     - sealed by age (no group commit, or an upload slower than the age): an object
