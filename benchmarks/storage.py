@@ -72,9 +72,9 @@ STREAM_OBJECT_BYTES = 16 * MIB
 PRODUCER_BATCH_BYTES = 1_000_000  # librdkafka's batch.size
 # librdkafka's own limit for an idempotent producer, stated so the model's input is
 # visible here: requests it keeps unacknowledged on its one connection. Measured
-# here, it also keeps at most one per partition (one request a batch, one batch of a
-# partition in flight): 2 partitions seal objects of 1 request, 4 of 2, 8 and 16 of
-# 2.4 (docs/cost-model.md, "WAL objects").
+# here, it also keeps at most one per partition (one request a batch): 2 partitions
+# seal objects of 1 request, 4 of 2, 8 and 16 of 2.4 (docs/cost-model.md, "WAL
+# objects"; librdkafka's own per-partition limit is 5, the cause is not traced).
 PRODUCER_IN_FLIGHT = 5
 PROBE_INTERVAL_S = 5.0  # broker/node.py: the object store's health probe
 READ_PARTITIONS = 2
