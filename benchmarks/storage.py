@@ -20,7 +20,8 @@ Then the S3 requests of the whole run, from the usage records the node wrote
 model (cost_model/s3_requests.py) predicts from the run's workload: bytes
 produced per partition, produce time, the producer's batch size (librdkafka's
 batch.size, 1,000,000: one batch per ProduceRequest here) and its in-flight
-window (5 requests, idempotent), the node's settings and the reads made. The
+window (5 requests, idempotent, and measured here at most one per partition),
+the node's settings and the reads made. The
 producer sends as fast as it is acknowledged, so its window, not the PUT time,
 sets the WAL objects' size (docs/cost-model.md, "WAL objects").
 
