@@ -9,8 +9,15 @@ from typing import Any
 
 from zonegate.cost_model.breakdown import LINE_ITEMS
 from zonegate.cost_model.price_tables import default_region, price_table
-from zonegate.cost_model.prices import PriceTable, UnknownPrice
-from zonegate.cost_model.whatif import Assumptions, Scenario, Workload, compare, s3_request_usd
+from zonegate.cost_model.prices import MIB, PriceTable, UnknownPrice
+from zonegate.cost_model.whatif import (
+    Assumptions,
+    Scenario,
+    Workload,
+    compare,
+    s3_request_usd,
+    wal_objects_per_second,
+)
 from zonegate.runtime import units
 
 
@@ -108,6 +115,23 @@ def register(subparsers: Any) -> None:
         help="WAL object age at which an S3 broker uploads at the latest (default 250)",
     )
     p.add_argument(
+        "--wal-put-ms",
+        metavar="MS",
+        type=_positive_ms,
+        default=100.0,
+        help="one WAL upload cycle (the PUT, plus sealing): with group commit a node "
+        "seals an object per cycle while data keeps coming; a node measures it as "
+        'zonegate_produce_stage_seconds{stage="put"} (default 100, an assumption for '
+        "S3 Standard)",
+    )
+    p.add_argument(
+        "--wal-seal-when-idle",
+        choices=("true", "false"),
+        default="true",
+        help="group commit, as the node's setting of that name: seal as soon as no upload "
+        "is in flight; false: only at the seal size or age (default true)",
+    )
+    p.add_argument(
         "--nodes-per-zone",
         metavar="N",
         type=_at_least(1, int),
@@ -165,23 +189,31 @@ def run(args: argparse.Namespace) -> int:
             nodes_per_zone=args.nodes_per_zone,
             days=args.days,
         )
-        scenarios = compare(workload, prices, Assumptions(), storage_class=args.storage_class)
+        assumptions = Assumptions(
+            wal_group_commit=args.wal_seal_when_idle == "true",
+            wal_put_s=args.wal_put_ms / 1000,
+        )
+        scenarios = compare(workload, prices, assumptions, storage_class=args.storage_class)
     except (UnknownPrice, ValueError) as exc:
         print(f"zonegate cost: {exc}", file=sys.stderr)
         return 2
     if args.json:
         out: dict[str, Any] = {s.name: s.cost.as_dict() for s in scenarios}
         out["zonegate_s3_request_usd_by_purpose"] = s3_request_usd(
-            workload, Assumptions(), prices.object_storage(args.storage_class)
+            workload, assumptions, prices.object_storage(args.storage_class)
         )
         print(json.dumps(out, indent=2))
     else:
-        print(render_table(scenarios, prices, workload, args.storage_class))
+        print(render_table(scenarios, prices, workload, args.storage_class, assumptions))
     return 0
 
 
 def render_table(
-    scenarios: list[Scenario], prices: PriceTable, w: Workload, storage_class: str
+    scenarios: list[Scenario],
+    prices: PriceTable,
+    w: Workload,
+    storage_class: str,
+    a: Assumptions | None = None,
 ) -> str:
     """A plain-text table: line items down, scenarios across, USD over the period."""
     head = [f"USD / {w.days:g} days", *(s.name for s in scenarios)]
@@ -203,7 +235,17 @@ def render_table(
         f"{w.retention_hours:g} h retention, {w.partitions} partitions; "
         f"{prices.provider} {prices.region}, {s3.name}, {prices.block_storage_name}"
     )
-    by_purpose = s3_request_usd(w, Assumptions(), s3)
+    a = a or Assumptions()
+    by_purpose = s3_request_usd(w, a, s3)
+    per_node = wal_objects_per_second(w, a) / w.nodes
+    sealing = (
+        f"group commit, {a.wal_put_s * 1000:g} ms upload cycle"
+        if a.wal_group_commit
+        else "no group commit"
+    )
+    object_mib = w.ingress_bytes_s / w.nodes / per_node / MIB if per_node else 0.0
+    objects = f"{per_node:.3g} objects/s per node of {object_mib:.3g} MiB" if per_node else "none"
+    wal_line = f"zonegate's WAL: {objects} ({sealing}; --wal-put-ms, --wal-seal-when-idle)"
     purposes = ", ".join(
         f"{p} {_usd(v)}" for p, v in sorted(by_purpose.items(), key=lambda kv: -kv[1]) if v
     )
@@ -218,6 +260,7 @@ def render_table(
             line(rows[-1]),
             "",
             f"zonegate's S3 requests by purpose (USD, requests only): {purposes}",
+            wal_line,
         ]
     )
 
