@@ -32,6 +32,10 @@ least the produce MB/s. The last line is exactly
 `s3 request cost: model X USD, from usage records Y USD, ratio R` (R = X / Y;
 target, issue 29: 0.9 <= R <= 1.1).
 
+First (unless `--no-slow-writes`), a day of slow writes on an injected clock
+(benchmarks/slow_writes.py): the stream objects and index rows a slowly written
+partition keeps with small objects merged and without.
+
     python benchmarks/storage.py [--partition-mib 24] [--partitions 8]
 """
 
@@ -49,6 +53,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks import slow_writes  # noqa: E402
 from tests.node_harness import RunningNode, free_port_block, start_node  # noqa: E402
 from tests.s3_server import FAKE_AWS_ENV, MotoS3Server  # noqa: E402
 from zonegate.cost_model import price_table  # noqa: E402
@@ -263,7 +268,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--partition-mib", type=float, default=24.0)
     parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument(
+        "--no-slow-writes",
+        action="store_true",
+        help="leave out the day of slow writes on an injected clock (benchmarks/slow_writes.py)",
+    )
     args = parser.parse_args()
+    if not args.no_slow_writes:
+        # Objects and index rows a slowly written partition keeps, merged and not (issue 31).
+        print(slow_writes.summary())
     os.environ.update(FAKE_AWS_ENV)  # for reading the usage records from moto
     from confluent_kafka.admin import AdminClient, NewTopic
 

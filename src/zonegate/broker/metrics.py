@@ -382,7 +382,7 @@ def _storage_metrics(node: Node, node_id: str) -> Iterator[CounterMetricFamily |
         ),
         (
             "zonegate_compaction_merged_objects",
-            "Small last stream objects of a partition written again with its tail",
+            "Small stream objects of a partition written again into a later one (size tiers)",
             comp.objects_merged,
             CounterMetricFamily,
         ),

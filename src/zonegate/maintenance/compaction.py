@@ -12,8 +12,8 @@ rewrites a prefix of it when:
   `max_delay_ms`): the whole tail is written, in objects of at most
   `stream_object_bytes`. For a topic that is not cleaned by key, that delay
   is at least `wal_hold_ms` (the GC's orphan grace, within `max_delay_ms`),
-  and only the entries that waited it are written: a WAL object cannot be
-  deleted sooner since its upload, so a range rewritten earlier would be
+  and only the entries that waited half of it are written: a WAL object cannot
+  be deleted sooner since its upload, so a range rewritten earlier would be
   stored twice until then, and a short `segment.ms` would make many small
   stream objects for nothing (retention frees stream objects segment by
   segment anyway: maintenance/splitting.py). One pass decides every
@@ -49,8 +49,11 @@ no row names is deleted at once. The WAL objects the range lay in become
 unreferenced once every partition in them moved on, and object GC deletes
 them. Every store call goes through the `compaction` I/O class. A compacted
 topic's partition is then cleaned by key when due (maintenance/cleaning.py).
-Policy (`plan`: which runs of the tail to rewrite now) is a pure function of
-the tail, the time and the target; `Compactor` does the I/O.
+The partition's stream objects just below a run are merged into its object by
+size tiers (`merge_previous`), so a slowly written partition keeps a few
+objects, not one per delay. Policy (`plan`: which runs of the tail to rewrite
+now; `merge_previous`) is a pure function of the entries, the time and the
+target; `Compactor` does the I/O.
 docs/storage.md, "Compaction: WAL ranges into stream objects", has the design.
 """
 
@@ -81,10 +84,9 @@ MAX_DELAY_MS = 540_000  # 9 minutes: with a pass's interval and work, under 10
 # (whole segments): the bucket's excess over what retention keeps stays a small share of
 # it until the head split (maintenance/splitting.py) frees even that segment by segment.
 RETENTION_SHARE = 32
-# A partition's last stream object is written again with the next run of its tail while
-# it holds less than this share of `stream_object_bytes`: a slowly written partition
-# keeps a few growing objects instead of one per compaction delay (`merge_previous`).
-MERGE_SHARE = 4
+# At most this many of a partition's stream objects are merged into the next one
+# (`merge_previous`): with objects doubling, enough for 2**8 runs' worth at once.
+MERGE_MAX_OBJECTS = 8
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ class CompactionSettings:
     stream_object_bytes: int = STREAM_OBJECT_BYTES  # --stream-object-bytes
     max_delay_ms: int = MAX_DELAY_MS  # --compaction-max-delay-ms
     wal_hold_ms: int = 0  # --gc-orphan-grace-ms: WAL objects live that long anyway
-    merge_share: int = MERGE_SHARE  # 0: small objects are not merged (benchmarks/storage.py)
+    merge: bool = True  # small stream objects merged (False: benchmarks/slow_writes.py)
 
 
 @dataclass
@@ -101,8 +103,8 @@ class CompactionStats:
     objects_written: int = 0
     bytes_compacted: int = 0  # bytes of WAL ranges rewritten into stream objects
     entries_replaced: int = 0
-    objects_merged: int = 0  # a partition's small last stream object written again, larger
-    bytes_merged: int = 0  # of those objects' bytes (not counted in bytes_compacted)
+    objects_merged: int = 0  # stream objects merged into a later one (written again)
+    bytes_merged: int = 0  # their bytes (not counted in bytes_compacted)
     swaps_refused: int = 0
     failures: int = 0
     seconds_busy: float = 0.0  # wall time spent rewriting (reads, build, PUT, swap)
@@ -130,35 +132,39 @@ def _window_of(e: IndexEntry, span: int) -> int:
 
 def merge_previous(
     previous: Sequence[IndexEntry],
-    run: Sequence[IndexEntry],
+    above: Sequence[IndexEntry],
     target: Target,
     settings: CompactionSettings,
 ) -> bool:
-    """Whether the partition's last stream object (`previous`: its entries, offset order)
-    is written again together with `run`, the tail's first run to write, as one object.
+    """Whether a stream object of the partition (`previous`: its entries, offset order)
+    is written again as part of the object that holds `above` (the entries from just
+    above it up to the end of the tail's first run to write, which may hold later stream
+    objects merged already).
 
-    Only while it is small (under `stream_object_bytes` / `merge_share`) and the two fit
-    in one object, for a partition that is not cleaned by key (cleaning rewrites those
-    itself), directly below the run, within the run's object window (a topic deleting by
-    time keeps its objects inside `object_window_ms`; one deleting by size, under its
-    share). Each merge rewrites at most a quarter object, so a byte is written again at
-    most a few times while a slow partition's object grows (docs/storage.md, "Small
-    stream objects merged")."""
-    if not previous or not run or target.cleaning is not None or not settings.merge_share:
+    Size-tiered, as an LSM tree merges: the object holds no more bytes than `above`
+    (so a slowly written partition's objects grow by doubling, and a byte is written
+    again about log2(object / run) times, not once per pass), and the whole fits in
+    one object; not for a partition cleaned by key (cleaning rewrites those itself),
+    not a cleaned object, and never across the limits compaction cuts at for retention
+    (a topic deleting by time: its object window; by size: under its share of
+    retention.bytes), so retention frees merged objects as before (docs/storage.md,
+    "Small stream objects merged")."""
+    if not previous or not above or target.cleaning is not None or not settings.merge:
         return False
-    if previous[-1].last_offset + 1 != run[0].base_offset:
+    if previous[-1].last_offset + 1 != above[0].base_offset:
         return False
-    if any(clean_mark(e.object_key)[0] for e in previous[:1]):
-        return False  # a cleaned object keeps its mark until a compacted topic's cleaning
+    if clean_mark(previous[0].object_key)[0]:
+        return False
     size = sum(e.length for e in previous)
+    have = sum(e.length for e in above)
     limit = max(1, min(settings.stream_object_bytes, target.segment_bytes))
-    if size >= limit // settings.merge_share or size + sum(e.length for e in run) > limit:
+    if size > have or size + have > limit:
         return False
     window = object_window_ms(target)
-    if _window_of(previous[0], window) != _window_of(run[-1], window):
+    if _window_of(previous[0], window) != _window_of(above[-1], window):
         return False
     share = target.retention_bytes // RETENTION_SHARE if target.retention_bytes >= 0 else None
-    return share is None or size + sum(e.length for e in run) < share
+    return share is None or size + have < share
 
 
 def plan(
@@ -187,6 +193,9 @@ def plan(
 
     def waited(e: IndexEntry) -> bool:
         return now_ms - (e.append_ms or 0) >= delay
+
+    def half_waited(e: IndexEntry) -> bool:
+        return now_ms - (e.append_ms or 0) >= delay // 2
 
     def boundary(run: list[IndexEntry], size: int, e: IndexEntry) -> bool:
         if _window_of(e, window) != _window_of(run[0], window):
@@ -226,8 +235,10 @@ def plan(
             continue
         if not too_old:
             break
-        # Held: only what waited (entries are appended in offset order, so a prefix).
-        ripe = list(itertools.takewhile(waited, run)) if held else run
+        # Held: only what waited, or half of it once the oldest waited it all (entries are
+        # appended in offset order, so a prefix): a partition written a little at a time
+        # gets an object every half delay at most, not one per pass.
+        ripe = list(itertools.takewhile(half_waited, run)) if held else run
         if ripe:
             runs.append(ripe)
         if len(ripe) < len(run):
@@ -291,18 +302,17 @@ class Compactor:
         head_ms = head[0].window * max(target.segment_ms, 1) if head else None
         kept = sum(s.bytes for s in head)
         runs = plan(tail, now_ms, target, self._settings, head_ms, kept)
-        merged = 0
-        if runs and target.cleaning is None:
-            previous = await self._changes.last_object_before(
-                target.stream_id, runs[0][0].base_offset
-            )
-            if merge_previous(previous, runs[0], target, self._settings):
-                runs[0] = [*previous, *runs[0]]
-                merged = sum(e.length for e in previous)
+        merged = (0, 0)  # earlier stream objects the first run starts with, their bytes
+        for _ in range(MERGE_MAX_OBJECTS if runs and target.cleaning is None else 0):
+            below = await self._changes.last_object_before(target.stream_id, runs[0][0].base_offset)
+            if not merge_previous(below, runs[0], target, self._settings):
+                break
+            runs[0] = [*below, *runs[0]]
+            merged = (merged[0] + 1, merged[1] + sum(e.length for e in below))
         for group in _swap_groups(runs, self._settings):
             if not await self._rewrite(target, epoch, group, merged):
                 return  # refused: the tail changed under us; the next pass replans
-            merged = 0
+            merged = (0, 0)
         if target.cleaning is not None:
             with s3_purpose("cleaning"):
                 await clean_partition(
@@ -317,10 +327,14 @@ class Compactor:
                 )
 
     async def _rewrite(
-        self, target: Target, epoch: int, runs: list[list[IndexEntry]], merged: int = 0
+        self,
+        target: Target,
+        epoch: int,
+        runs: list[list[IndexEntry]],
+        merged: tuple[int, int] = (0, 0),
     ) -> bool:
         """Writes each run as a stream object, and swaps them all in at once; `merged`:
-        the bytes of the partition's last stream object the first run starts with."""
+        the earlier stream objects the first run starts with, and their bytes."""
         started = self._clock.monotonic()
         old = [e for run in runs for e in run]
         blobs = iter(await self._read(old))
@@ -346,10 +360,9 @@ class Compactor:
             await self._store.delete_many([obj.key for obj in objs])
             return False
         self.stats.objects_written += len(objs)
-        self.stats.bytes_compacted += sum(len(obj.data) for obj in objs) - merged
-        if merged:
-            self.stats.objects_merged += 1
-            self.stats.bytes_merged += merged
+        self.stats.bytes_compacted += sum(len(obj.data) for obj in objs) - merged[1]
+        self.stats.objects_merged += merged[0]
+        self.stats.bytes_merged += merged[1]
         self.stats.entries_replaced += len(old)
         log.debug(
             "stream %d offsets %d-%d: %d entries into %d objects from %s",
