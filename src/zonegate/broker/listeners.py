@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zonegate.broker import inter_broker
 from zonegate.broker.security_settings import (
     MECHANISMS,
     OAUTH_KEYS,
@@ -254,6 +255,9 @@ def listeners_from_args(args: argparse.Namespace) -> tuple[ListenerSpec, ...]:
         )
     for made in specs:
         listener_security(made)  # its JAAS lines and rules parse, or refused here
+    inter_broker.check(
+        args, [(s.name, s.protocol) for s in specs], {s.name: s.mechanisms for s in specs}
+    )
     return tuple(specs)
 
 

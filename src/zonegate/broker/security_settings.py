@@ -63,6 +63,7 @@ PER_LISTENER = (
     "ssl.principal.mapping.rules",
     "sasl.enabled.mechanisms",
     "connections.max.reauth.ms",
+    "ssl.endpoint.identification.algorithm",  # no effect: inter_broker.py
     *OAUTH_KEYS,
 )
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -142,6 +143,20 @@ def overrides(text: str) -> tuple[tuple[str, str], ...]:
 
 
 overrides.__name__ = "lines"
+
+
+def _inter_broker_protocol(text: str) -> str:
+    """security.inter.broker.protocol: one of Kafka's four, in any case (its
+    SecurityProtocol.forName), else Kafka's message."""
+    protocol = text.strip().upper()
+    if protocol not in PROTOCOL_NAMES:
+        raise argparse.ArgumentTypeError(
+            f"Invalid security protocol `{text.strip()}` defined in security.inter.broker.protocol"
+        )
+    return protocol
+
+
+_inter_broker_protocol.__name__ = "protocol"
 
 _SSL_HELP = " (a listener's own: listener.name.NAME.{key})"
 
@@ -333,6 +348,50 @@ SECURITY_SETTINGS: tuple[Setting, ...] = (
             into=None,
         )
         for key in OAUTH_KEYS
+    ),
+    # Kafka's inter-broker settings: checked as Kafka checks them, shown, with no effect
+    # (nodes call each other over the leader RPC; broker/inter_broker.py).
+    Setting(
+        "--inter-broker-listener-name",
+        "inter.broker.listener.name",
+        None,
+        "inter.broker.listener.name: no effect (nodes do not speak Kafka to each other; "
+        "their RPC takes zonegate.rpc.ssl.*), checked as Kafka checks it: a listener's name, "
+        "not with security.inter.broker.protocol (default: none)",
+        metavar="NAME",
+        into=None,
+    ),
+    Setting(
+        "--security-inter-broker-protocol",
+        "security.inter.broker.protocol",
+        None,
+        "security.inter.broker.protocol: no effect (as inter.broker.listener.name), "
+        "checked as Kafka checks it: one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL with "
+        "a listener of that name (default: none; Kafka's is PLAINTEXT)",
+        type=_inter_broker_protocol,
+        metavar="PROTOCOL",
+        into=None,
+    ),
+    Setting(
+        "--sasl-mechanism-inter-broker-protocol",
+        "sasl.mechanism.inter.broker.protocol",
+        None,
+        "sasl.mechanism.inter.broker.protocol: no effect (as inter.broker.listener.name); "
+        "when the inter-broker listener is a SASL one, one of its sasl.enabled.mechanisms, "
+        "as Kafka checks (default: none; Kafka's is GSSAPI)",
+        metavar="MECHANISM",
+        into=None,
+    ),
+    Setting(
+        "--ssl-endpoint-identification-algorithm",
+        "ssl.endpoint.identification.algorithm",
+        None,
+        "ssl.endpoint.identification.algorithm: no effect (a Kafka broker checks the names "
+        "in other brokers' certificates with it; nodes check each other's RPC certificates "
+        "by zonegate.rpc.ssl.*) (default: none; Kafka's is https)"
+        + _SSL_HELP.format(key="ssl.endpoint.identification.algorithm"),
+        metavar="ALGORITHM",
+        into=None,
     ),
     Setting(
         "--listener-setting",
