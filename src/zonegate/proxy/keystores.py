@@ -4,9 +4,10 @@ PEM (`ssl.keystore.key` with `ssl.keystore.certificate.chain`,
 `ssl.truststore.certificates`), as Kafka's DefaultSslEngineFactory takes them.
 
 Python's `ssl` loads a key and its chain only from a file: material that is not
-a PEM file already (a PKCS12 store, inline PEM) is written as PEM to a private
-temporary file, its key encrypted with a one-time password, loaded, and the file
-removed, so the clear key never touches a disk. JKS, Kafka's default type, is
+a PEM file already (a PKCS12 store, inline PEM) is written as PEM, its key
+encrypted with a one-time password, to a file in memory (memfd on Linux; else a
+private temporary file, removed at once), loaded, and closed, so the clear key
+never touches a disk. JKS, Kafka's default type, is
 refused by name (broker/listeners.py): no well-kept Python library reads it.
 """
 
@@ -80,10 +81,21 @@ def _load_chain_from_memory(
         serialization.PrivateFormat.PKCS8,
         serialization.BestAvailableEncryption(password.encode()),
     )
+    data = key_pem + chain_pem
+    if hasattr(os, "memfd_create"):
+        # Linux: a file only in memory, so a read-only root filesystem (the DaemonSet's)
+        # needs no writable temporary directory.
+        fd = os.memfd_create("zonegate-keystore", os.MFD_CLOEXEC)
+        try:
+            os.write(fd, data)
+            context.load_cert_chain(f"/proc/self/fd/{fd}", password=password)
+        finally:
+            os.close(fd)
+        return
     fd, name = tempfile.mkstemp(prefix="zonegate-keystore-", suffix=".pem")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(key_pem + chain_pem)
+            f.write(data)
         context.load_cert_chain(name, password=password)
     finally:
         os.unlink(name)
