@@ -95,12 +95,42 @@ def test_a_top_level_error_code_carries_the_error() -> None:
     assert answer.error_code == ErrorCode.illegal_sasl_state
 
 
-def test_produce_without_a_top_level_error_answers_no_partition() -> None:
-    """Produce names its answer's list differently from the request's (responses, not
-    topic_data): nothing is mirrored, the answer is empty, as no partition was served."""
-    request = _request(ProduceRequest)
-    answer = error_answer(0, 9, request, ILLEGAL_SASL_STATE)
-    assert answer.responses == ()
+def test_produce_answers_each_partition_with_the_error_and_acks_0_nothing() -> None:
+    """Kafka's ProduceRequest.getErrorResponse: every partition of the request, with the
+    error and offsets unknown (-1); with acks=0, no answer at all."""
+    import datetime
+
+    from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
+    from kio.static.primitive import i16, i32
+
+    from zonegate.proxy.codec import encode_request
+    from zonegate.proxy.error_answers import refusal_answer
+
+    def produce(acks: int) -> ProduceRequest:
+        return ProduceRequest(
+            transactional_id=None,
+            acks=i16(acks),
+            timeout=datetime.timedelta(seconds=30),
+            topic_data=(
+                TopicProduceData(
+                    name="orders",  # type: ignore[arg-type]
+                    partition_data=(
+                        PartitionProduceData(index=i32(0), records=b""),
+                        PartitionProduceData(index=i32(3), records=None),
+                    ),
+                ),
+            ),
+        )
+
+    answer = error_answer(0, 9, produce(-1), ILLEGAL_SASL_STATE)
+    (topic,) = answer.responses
+    assert topic.name == "orders"
+    assert [(p.index, p.error_code, p.base_offset) for p in topic.partition_responses] == [
+        (0, ErrorCode.illegal_sasl_state, -1),
+        (3, ErrorCode.illegal_sasl_state, -1),
+    ]
+    assert refusal_answer(encode_request(5, "raw", produce(0))[4:], ILLEGAL_SASL_STATE) is None
+    assert refusal_answer(encode_request(5, "raw", produce(1))[4:], ILLEGAL_SASL_STATE)
 
 
 def test_a_refused_frame_gets_its_answer_frame_and_an_unknown_api_none() -> None:

@@ -5,11 +5,12 @@ other than SaslAuthenticate between SaslHandshake and SaslAuthenticate (its
 SaslServerAuthenticator answers ILLEGAL_SASL_STATE, then closes). Its
 per-request `getErrorResponse` puts the error in the answer's top-level
 `error_code` where the API has one, and otherwise in one entry per item the
-request named (Metadata: one topic per topic asked for). This does the same
-for every API and version zonegate decodes, from the response's schema: the
-top-level `error_code`, and each top-level list the request has under the same
-name mirrored by its items' `name` (and `topic_id`), each with the error; the
-other fields at their defaults, or zero, empty or null.
+request named (Metadata: one topic per topic asked for; Produce: one per
+partition, none at all for acks=0). This does the same for every API and
+version zonegate decodes, from the response's schema: every `error_code`, and
+each list the request has under the same name (Produce's under its own) mirrored
+by its items' `name`, `topic_id` and `index`; the other fields at their
+defaults, -1 for offsets and leaders, or zero, empty or null.
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ from zonegate.proxy.codec import decode_request, encode_response, peek_header, r
 from zonegate.proxy.errors import PeerProtocolError
 
 # The fields an item of a mirrored list keeps from the request's item.
-_MIRRORED = ("name", "topic_id")
+_MIRRORED = ("name", "topic_id", "index")
+_PRODUCE = 0
+# A response list mirrored from a request list of another name (Produce's).
+_ASKED_AS = {"responses": "topic_data", "partition_responses": "partition_data"}
+# Offsets, times and ids not known: -1, as Kafka's error answers have them.
+_UNKNOWN = frozenset(
+    {"base_offset", "log_append_time", "log_start_offset", "leader_id", "leader_epoch"}
+)
 
 
 _HINTS: dict[type[Any], dict[str, Any]] = {}
@@ -77,34 +85,33 @@ def _zero(field: dataclasses.Field[Any], hint: Any, code: ErrorCode) -> Any:
     raise TypeError(f"no zero value for {field.name}: {hint}")  # a schema kio added since
 
 
-def _entity(cls: type[Any], code: ErrorCode, source: Any = None) -> Any:
-    hints = _hints(cls)
-    values: dict[str, Any] = {}
-    for field in dataclasses.fields(cls):
-        mirrored = getattr(source, field.name, None) if field.name in _MIRRORED else None
-        # a topic asked for by id has no name; the answer's may not be null (Kafka: "")
-        if mirrored is not None:
-            values[field.name] = mirrored
-        else:
-            values[field.name] = _zero(field, hints[field.name], code)
-    return cls(**values)
-
-
-def error_answer(api_key: int, api_version: int, request: Any, error_code: int) -> ResponsePayload:
-    """The answer to `request` (its decoded body) with `error_code` in it."""
-    cls = response_type(api_key, api_version)
-    code = ErrorCode(error_code)
+def _build(cls: type[Any], code: ErrorCode, source: Any) -> Any:
+    """`cls` filled for `source` (the request, or one of its items): its lists mirrored
+    from the request's lists of the same meaning, their items' names and indexes kept."""
     hints = _hints(cls)
     values: dict[str, Any] = {}
     for field in dataclasses.fields(cls):
         hint = hints[field.name]
         item = _entity_of(hint)
-        asked = getattr(request, field.name, None)
-        if item is not None and isinstance(asked, tuple) and "error_code" in _hints(item):
-            values[field.name] = tuple(_entity(item, code, one) for one in asked)
+        asked = getattr(source, _ASKED_AS.get(field.name, field.name), None)
+        mirrored = getattr(source, field.name, None) if field.name in _MIRRORED else None
+        if item is not None and isinstance(asked, tuple):
+            values[field.name] = tuple(_build(item, code, one) for one in asked)
+        elif mirrored is not None:
+            # a topic asked for by id has no name: the answer's stays at its zero ("")
+            values[field.name] = mirrored
+        elif field.name in _UNKNOWN and field.default is dataclasses.MISSING:
+            values[field.name] = hint(-1)
         else:
             values[field.name] = _zero(field, hint, code)
-    answer: ResponsePayload = cls(**values)
+    return cls(**values)
+
+
+def error_answer(api_key: int, api_version: int, request: Any, error_code: int) -> ResponsePayload:
+    """The answer to `request` (its decoded body) with `error_code` in it."""
+    answer: ResponsePayload = _build(
+        response_type(api_key, api_version), ErrorCode(error_code), request
+    )
     return answer
 
 
@@ -117,5 +124,7 @@ def refusal_answer(frame: bytes, error_code: int) -> bytes | None:
         request = decode_request(frame, header, body_offset)
     except (KioIndexError, PeerProtocolError):
         return None
+    if header.api_key == _PRODUCE and getattr(request.body, "acks", None) == 0:
+        return None  # ProduceRequest.getErrorResponse: no answer is wanted
     answer = error_answer(header.api_key, header.api_version, request.body, error_code)
     return encode_response(header.correlation_id, header.api_key, answer)
