@@ -81,6 +81,8 @@ class NodeConfig:
     rpc_ssl_truststore: Path | None = _d("rpc_ssl_truststore")
     rpc_ssl_server_name: str | None = _d("rpc_ssl_server_name")
     s3_ca_bundle: Path | None = _d("s3_ca_bundle")
+    # Kafka settings set with no effect here (inter_broker.py), shown by DescribeConfigs.
+    kafka_no_effect: tuple[tuple[str, str], ...] = ()
 
     @property
     def store_url(self) -> str:
@@ -149,4 +151,5 @@ class NodeConfig:
             "group.consumer.session.timeout.ms": str(self.group_consumer_session_timeout_ms),
             "group.consumer.heartbeat.interval.ms": str(self.group_consumer_heartbeat_interval_ms),
             "log.segment.delete.delay.ms": str(self.segment_delete_delay_ms),
+            **dict(self.kafka_no_effect),
         }

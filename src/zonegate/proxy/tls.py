@@ -1,5 +1,6 @@
-"""TLS on a Kafka listener, without I/O: contexts from Kafka's PEM settings, re-read when
-their files change, and one `TlsSession` per connection (bytes in, bytes out).
+"""TLS on a Kafka listener, without I/O: contexts from Kafka's ssl.* settings (the stores
+read by proxy/keystores.py: PEM, PKCS12, inline PEM), re-read when their files
+change, and one `TlsSession` per connection (bytes in, bytes out).
 
 The listener's asyncio protocol feeds the socket's bytes to `TlsSession.receive` and
 writes what it returns; the session owns an `ssl.SSLObject` over two memory BIOs, as
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zonegate.proxy.auth import distinguished_name
+from zonegate.proxy.keystores import KeystoreError, load_keystore, load_truststore
 from zonegate.runtime.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -45,14 +47,21 @@ class TlsSettingsError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class TlsSettings:
-    """One listener's ssl.* settings (Kafka's names), PEM files only."""
+    """One listener's ssl.* settings (Kafka's names); proxy/keystores.py reads the stores."""
 
-    keystore: Path  # ssl.keystore.location: the private key and its certificate chain
+    keystore: Path | None  # ssl.keystore.location: the private key and its certificate chain
     key_password: str | None = None  # ssl.key.password: of an encrypted private key
     truststore: Path | None = None  # ssl.truststore.location: the CAs of client certificates
     client_auth: str = "none"  # ssl.client.auth
     protocols: tuple[str, ...] = ("TLSv1.2", "TLSv1.3")  # ssl.enabled.protocols
     cipher_suites: tuple[str, ...] = ()  # ssl.cipher.suites; empty: OpenSSL's defaults
+    keystore_type: str = "PEM"  # ssl.keystore.type: PEM or PKCS12
+    keystore_password: str | None = None  # ssl.keystore.password (PKCS12)
+    keystore_key: str | None = None  # ssl.keystore.key: inline PEM, with the chain below
+    keystore_certificate_chain: str | None = None  # ssl.keystore.certificate.chain
+    truststore_type: str = "PEM"  # ssl.truststore.type: PEM or PKCS12
+    truststore_password: str | None = None  # ssl.truststore.password (PKCS12)
+    truststore_certificates: str | None = None  # ssl.truststore.certificates: inline PEM
 
 
 def openssl_cipher_name(iana: str) -> str:
@@ -107,34 +116,16 @@ def build_context(settings: TlsSettings) -> ssl.SSLContext:
     context.minimum_version, context.maximum_version = versions[0], versions[-1]
     if settings.cipher_suites:
         _ciphers(context, settings.cipher_suites)
-    try:
-        context.load_cert_chain(settings.keystore, password=settings.key_password)
-    except FileNotFoundError:
-        raise TlsSettingsError(
-            f"ssl.keystore.location {str(settings.keystore)!r}: no such file"
-        ) from None
-    except ssl.SSLError as exc:
-        raise TlsSettingsError(
-            f"ssl.keystore.location {str(settings.keystore)!r}: not a PEM private key and "
-            f"certificate chain it can use ({exc.reason or exc}; a wrong ssl.key.password?)"
-        ) from None
     if settings.client_auth not in CLIENT_AUTH:
         raise TlsSettingsError(
             f"ssl.client.auth: expected none, requested or required, got {settings.client_auth!r}"
         )
-    if settings.truststore is not None:
-        try:
-            context.load_verify_locations(cafile=settings.truststore)
-        except FileNotFoundError:
-            raise TlsSettingsError(
-                f"ssl.truststore.location {str(settings.truststore)!r}: no such file"
-            ) from None
-        except ssl.SSLError as exc:
-            raise TlsSettingsError(
-                f"ssl.truststore.location {str(settings.truststore)!r}: no PEM certificate "
-                f"in it ({exc.reason or exc})"
-            ) from None
-    elif settings.client_auth != "none":
+    try:
+        load_keystore(context, settings)
+        trusted = load_truststore(context, settings)
+    except KeystoreError as exc:
+        raise TlsSettingsError(str(exc)) from None
+    if not trusted and settings.client_auth != "none":
         raise TlsSettingsError(
             f"ssl.client.auth={settings.client_auth} needs ssl.truststore.location (the CAs "
             "client certificates are checked against)"
