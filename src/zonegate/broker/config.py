@@ -81,6 +81,10 @@ class NodeConfig:
     rpc_ssl_truststore: Path | None = _d("rpc_ssl_truststore")
     rpc_ssl_server_name: str | None = _d("rpc_ssl_server_name")
     s3_ca_bundle: Path | None = _d("s3_ca_bundle")
+    # The authorizer and its ACLs (acl_settings.py, docs/acls.md).
+    authorizer_enabled: bool = _d("authorizer_enabled")
+    super_users: tuple[str, ...] = _d("super_users")
+    allow_everyone_if_no_acl_found: bool = _d("allow_everyone_if_no_acl_found")
 
     @property
     def store_url(self) -> str:
