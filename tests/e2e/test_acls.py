@@ -6,10 +6,25 @@ refused fetch returns no bytes)."""
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import TopicCollection
-from confluent_kafka.admin import AclOperation, AdminClient, NewTopic
+from confluent_kafka import KafkaException, TopicCollection
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
+from kio.schema.describe_acls.v3.request import DescribeAclsRequest
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i8
 
+from tests import java_peer
 from tests.e2e.conftest import InProcessFactory
+from tests.kafka_raw import RawConnection
 
 pytestmark = pytest.mark.e2e
 
@@ -52,3 +67,217 @@ def test_without_an_authorizer_every_operation_is_authorized(
     # Not asked: none given (librdkafka reports None).
     plain = admin.describe_cluster().result(30)
     assert not plain.authorized_operations
+
+
+STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+ON = ["--zones", "zone-a", "--authorizer-class-name", STANDARD]
+ADMIN_ON = [*ON, "--super-users", "User:ANONYMOUS"]  # the PLAINTEXT listener's principal
+
+
+def _binding(
+    rt: ResourceType,
+    name: str,
+    pt: ResourcePatternType,
+    principal: str,
+    op: AclOperation,
+    perm: AclPermissionType = AclPermissionType.ALLOW,
+    host: str = "*",
+) -> AclBinding:
+    return AclBinding(rt, name, pt, principal, host, op, perm)
+
+
+def _key(b: AclBinding) -> tuple[object, ...]:
+    return (
+        b.restype,
+        b.name,
+        b.resource_pattern_type,
+        b.principal,
+        b.host,
+        b.operation,
+        b.permission_type,
+    )
+
+
+def test_without_an_authorizer_acl_admin_is_security_disabled(
+    inprocess_factory: InProcessFactory,
+) -> None:
+    node = inprocess_factory(["--zones", "zone-a"])
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    acl = _binding(
+        ResourceType.TOPIC, "t", ResourcePatternType.LITERAL, "User:a", AclOperation.READ
+    )
+    with pytest.raises(KafkaException) as err:
+        admin.create_acls([acl])[acl].result(30)
+    assert err.value.args[0].code() == 54, err.value  # SECURITY_DISABLED
+    # librdkafka reports no error of DescribeAcls (an empty list): read the answer raw.
+    (me,) = node.nodes
+    answer = RawConnection(me.port).request(
+        DescribeAclsRequest(
+            resource_type_filter=i8(1),
+            resource_name_filter=None,
+            pattern_type_filter=i8(1),
+            principal_filter=None,
+            host_filter=None,
+            operation=i8(1),
+            permission_type=i8(1),
+        )
+    )
+    assert answer.error_code == ErrorCode.security_disabled
+    assert answer.error_message == "No Authorizer is configured on the broker"
+
+
+def test_confluent_admin_creates_describes_and_deletes_acls(
+    inprocess_factory: InProcessFactory,
+) -> None:
+    node = inprocess_factory(ADMIN_ON)
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    lit, pre = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
+    alice_read = _binding(ResourceType.TOPIC, "orders", lit, "User:alice", AclOperation.READ)
+    alice_prefix = _binding(ResourceType.TOPIC, "alice-", pre, "User:alice", AclOperation.ALL)
+    bob_deny = _binding(
+        ResourceType.TOPIC,
+        "orders",
+        lit,
+        "User:bob",
+        AclOperation.WRITE,
+        AclPermissionType.DENY,
+        "10.0.0.1",
+    )
+    group = _binding(ResourceType.GROUP, "alice-", pre, "User:alice", AclOperation.READ)
+    cluster = _binding(ResourceType.BROKER, "kafka-cluster", lit, "User:ops", AclOperation.ALTER)
+    made = admin.create_acls([alice_read, alice_prefix, bob_deny, group, cluster])
+    for future in made.values():
+        future.result(30)
+
+    def described(f: AclBindingFilter) -> set[tuple[object, ...]]:
+        return {_key(b) for b in admin.describe_acls(f).result(30)}
+
+    any_ = AclBindingFilter(
+        ResourceType.ANY,
+        None,
+        ResourcePatternType.ANY,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    assert described(any_) == {
+        _key(b) for b in (alice_read, alice_prefix, bob_deny, group, cluster)
+    }
+    # MATCH: what applies to topic alice-x: the prefixed ACL only.
+    match = AclBindingFilter(
+        ResourceType.TOPIC,
+        "alice-x",
+        ResourcePatternType.MATCH,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    assert described(match) == {_key(alice_prefix)}
+    by_principal = AclBindingFilter(
+        ResourceType.ANY,
+        None,
+        ResourcePatternType.ANY,
+        "User:bob",
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    assert described(by_principal) == {_key(bob_deny)}
+
+    # Refused creations, each with Kafka's error.
+    bad_cluster = _binding(ResourceType.BROKER, "other", lit, "User:ops", AclOperation.ALTER)
+    refused = admin.create_acls([bad_cluster])
+    for b in (bad_cluster,):
+        with pytest.raises(KafkaException) as err:
+            refused[b].result(30)
+        assert err.value.args[0].code() == 42, err.value  # INVALID_REQUEST
+
+    # DELEGATION_TOKEN and USER ACLs (no such type in librdkafka): refused by name.
+    (me,) = node.nodes
+    raw = RawConnection(me.port).request(
+        CreateAclsRequest(
+            creations=tuple(
+                AclCreation(
+                    resource_type=i8(rt),
+                    resource_name="x",
+                    resource_pattern_type=i8(3),
+                    principal="User:ops",
+                    host="*",
+                    operation=i8(8),
+                    permission_type=i8(3),
+                )
+                for rt in (6, 7)
+            )
+        )
+    )
+    for result, name in zip(raw.results, ("DELEGATION_TOKEN", "USER"), strict=True):
+        assert result.error_code == ErrorCode.invalid_request
+        assert name in (result.error_message or "")
+
+    # Delete with filters: the topic ACLs of alice; the deleted ones are named.
+    alice_topics = AclBindingFilter(
+        ResourceType.TOPIC,
+        None,
+        ResourcePatternType.ANY,
+        "User:alice",
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    deleted = admin.delete_acls([alice_topics])[alice_topics].result(30)
+    assert {_key(b) for b in deleted} == {_key(alice_read), _key(alice_prefix)}
+    assert described(any_) == {_key(b) for b in (bob_deny, group, cluster)}
+
+
+def test_kafka_acls_adds_lists_and_removes(inprocess_factory: InProcessFactory) -> None:
+    node = inprocess_factory(ADMIN_ON)
+    boot = ("--bootstrap-server", node.bootstrap)
+    out = java_peer.tool(
+        "kafka-acls",
+        *boot,
+        "--add",
+        "--allow-principal",
+        "User:carol",
+        "--operation",
+        "Read",
+        "--topic",
+        "payments-",
+        "--resource-pattern-type",
+        "prefixed",
+        "--group",
+        "payments",
+    ).stdout
+    assert "payments-" in out
+    listed = java_peer.tool(
+        "kafka-acls", *boot, "--list", "--topic", "payments-", "--resource-pattern-type", "prefixed"
+    ).stdout
+    assert "User:carol" in listed and "READ" in listed and "PREFIXED" in listed
+    matching = java_peer.tool(
+        "kafka-acls", *boot, "--list", "--topic", "payments-eu", "--resource-pattern-type", "match"
+    ).stdout
+    assert "User:carol" in matching
+    java_peer.tool(
+        "kafka-acls",
+        *boot,
+        "--remove",
+        "--force",
+        "--allow-principal",
+        "User:carol",
+        "--operation",
+        "Read",
+        "--topic",
+        "payments-",
+        "--resource-pattern-type",
+        "prefixed",
+    )
+    listed = java_peer.tool(
+        "kafka-acls", *boot, "--list", "--topic", "payments-", "--resource-pattern-type", "prefixed"
+    ).stdout
+    assert "User:carol" not in listed
+    # --resource-pattern-type applied to the group too: its ACL is PREFIXED.
+    groups = java_peer.tool(
+        "kafka-acls", *boot, "--list", "--group", "payments", "--resource-pattern-type", "prefixed"
+    ).stdout
+    assert "User:carol" in groups

@@ -59,7 +59,13 @@ from zonegate.metastore.models import (
     TopicExists,
     TopicInfo,
 )
-from zonegate.services.acl_filters import AclFilter
+from zonegate.services.acl_filters import (
+    AclFilter,
+    operation,
+    pattern_type,
+    permission,
+    resource_type,
+)
 from zonegate.services.authorizer import DeleteResult
 from zonegate.services.catalog import InvalidTopic, check_topic_name
 from zonegate.services.credentials import ScramCredentialSource
@@ -141,6 +147,10 @@ __all__ = [
     "WritePath",
     "apply_incremental",
     "check_topic_name",
+    "operation",
+    "pattern_type",
+    "permission",
+    "resource_type",
     "effective",
     "validate_topic_configs",
 ]
