@@ -6,7 +6,14 @@ refused fetch returns no bytes)."""
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import KafkaException, TopicCollection
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -25,6 +32,8 @@ from kio.static.primitive import i8
 from tests import java_peer
 from tests.e2e.conftest import InProcessFactory
 from tests.kafka_raw import RawConnection
+from tests.node_harness import free_port_block
+from tests.security.secure_node import plain_jaas
 
 pytestmark = pytest.mark.e2e
 
@@ -281,3 +290,100 @@ def test_kafka_acls_adds_lists_and_removes(inprocess_factory: InProcessFactory) 
         "kafka-acls", *boot, "--list", "--group", "payments", "--resource-pattern-type", "prefixed"
     ).stdout
     assert "User:carol" in groups
+
+
+# -- enforcement ---------------------------------------------------------------------
+def _tenant_node(inprocess_factory: InProcessFactory) -> tuple[str, str]:
+    """A node with the authorizer on: PLAINTEXT (User:ANONYMOUS, a super user: the admin)
+    and SASL_PLAINTEXT with PLAIN users alice and bob. Returns both bootstraps."""
+    base = free_port_block(2)
+    jaas = plain_jaas({"alice": "alice-secret", "bob": "bob-secret"})
+    inprocess_factory(
+        [
+            *ADMIN_ON,
+            "--listen",
+            f"PLAINTEXT://127.0.0.1:{base},SASL_PLAINTEXT://127.0.0.1:{base + 1}",
+            "--sasl-enabled-mechanisms",
+            "PLAIN",
+            "--listener-setting",
+            f"listener.name.sasl_plaintext.plain.sasl.jaas.config={jaas}",
+        ]
+    )
+    return f"127.0.0.1:{base}", f"127.0.0.1:{base + 1}"
+
+
+def _as(bootstrap: str, user: str) -> dict[str, str]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": user,
+        "sasl.password": f"{user}-secret",
+    }
+
+
+def _high_watermark(admin_bootstrap: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": admin_bootstrap, "group.id": "hw-probe"})
+    try:
+        return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)[1])
+    finally:
+        consumer.close()
+
+
+def test_a_refused_produce_writes_nothing_and_a_refused_fetch_returns_no_bytes(
+    inprocess_factory: InProcessFactory,
+) -> None:
+    admin_boot, sasl_boot = _tenant_node(inprocess_factory)
+    admin = AdminClient({"bootstrap.servers": admin_boot})
+    for f in admin.create_topics([NewTopic("alice-orders", 1), NewTopic("bob-orders", 1)]).values():
+        f.result(30)
+    lit, pre = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
+    grants = [
+        _binding(ResourceType.TOPIC, "alice-", pre, "User:alice", AclOperation.ALL),
+        _binding(ResourceType.GROUP, "alice-", pre, "User:alice", AclOperation.READ),
+        _binding(ResourceType.TOPIC, "bob-", pre, "User:bob", AclOperation.ALL),
+    ]
+    for f in admin.create_acls(grants).values():
+        f.result(30)
+
+    # alice writes her topic...
+    producer = Producer({**_as(sasl_boot, "alice"), "enable.idempotence": True})
+    producer.produce("alice-orders", b"mine")
+    assert producer.flush(30) == 0
+    assert _high_watermark(admin_boot, "alice-orders") == 1
+    # ...and is refused bob's: TOPIC_AUTHORIZATION_FAILED, nothing written.
+    errors: list[KafkaError] = []
+    refused = Producer({**_as(sasl_boot, "alice"), "message.timeout.ms": 5000, "retries": 0})
+    refused.produce("bob-orders", b"not mine", on_delivery=lambda err, _msg: errors.append(err))
+    refused.flush(30)
+    assert errors and errors[0] is not None
+    assert errors[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, errors
+    assert _high_watermark(admin_boot, "bob-orders") == 0
+
+    # Metadata: alice sees her topic, not bob's.
+    alice_admin = AdminClient(_as(sasl_boot, "alice"))
+    assert set(alice_admin.list_topics(timeout=30).topics) == {"alice-orders"}
+
+    # bob's record: alice, allowed to DESCRIBE bob-orders but not READ it, fetches
+    # and gets TOPIC_AUTHORIZATION_FAILED, never the record.
+    bob = Producer(_as(sasl_boot, "bob"))
+    bob.produce("bob-orders", b"bob's")
+    assert bob.flush(30) == 0
+    see = _binding(ResourceType.TOPIC, "bob-orders", lit, "User:alice", AclOperation.DESCRIBE)
+    admin.create_acls([see])[see].result(30)
+    consumer = Consumer(
+        {
+            **_as(sasl_boot, "alice"),
+            "group.id": "alice-readers",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.assign([TopicPartition("bob-orders", 0, 0)])
+        msg = consumer.poll(15)
+        assert msg is not None and msg.error() is not None, "no error, or bob's record"
+        assert msg.error().code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        later = consumer.poll(1)
+        assert later is None or later.error() is not None, "a record of bob's reached alice"
+    finally:
+        consumer.close()
