@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from typing import TypeVar
 
+from kio.schema.errors import ErrorCode
+
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.schema import response_module
 from zonegate.services.api import AclOperation, ResourceType
@@ -74,3 +76,27 @@ def operations(ctx: RequestContext, resource_type: ResourceType, name: str) -> i
     return ctx.services.authorizer.authorized_operations(
         ctx.principal, ctx.client.host, resource_type, name
     )
+
+
+# Kafka's ConfigResource.Type codes, and the ACL resource each one is checked on.
+_CONFIG_TOPIC, _CONFIG_GROUP = 2, 32
+_CONFIG_ERRORS = {
+    TOPIC: ErrorCode.topic_authorization_failed,
+    GROUP: ErrorCode.group_authorization_failed,
+    CLUSTER: ErrorCode.cluster_authorization_failed,
+}
+
+
+def config_refusal(ctx: RequestContext, op: AclOperation, config_type: int, name: str) -> ErrorCode:
+    """Kafka's DescribeConfigs/AlterConfigs check of one config resource: a topic's on the
+    topic, a group's on the group, anything else (brokers, loggers) on the cluster.
+    ErrorCode.none when allowed."""
+    if config_type == _CONFIG_TOPIC:
+        resource, resource_name = TOPIC, name
+    elif config_type == _CONFIG_GROUP:
+        resource, resource_name = GROUP, name
+    else:
+        resource, resource_name = CLUSTER, CLUSTER_NAME
+    if authorize(ctx, op, resource, resource_name):
+        return ErrorCode.none
+    return _CONFIG_ERRORS[resource]
