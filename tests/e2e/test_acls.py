@@ -5,6 +5,9 @@ refused fetch returns no bytes)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import pytest
 from confluent_kafka import (
     Consumer,
@@ -34,6 +37,9 @@ from tests.e2e.conftest import InProcessFactory
 from tests.kafka_raw import RawConnection
 from tests.node_harness import free_port_block
 from tests.security.secure_node import plain_jaas
+from zonegate.broker.node import Node
+from zonegate.metastore.models import AclOperation as Op
+from zonegate.metastore.models import ResourceType as RT
 
 pytestmark = pytest.mark.e2e
 
@@ -76,6 +82,15 @@ def test_without_an_authorizer_every_operation_is_authorized(
     # Not asked: none given (librdkafka reports None).
     plain = admin.describe_cluster().result(30)
     assert not plain.authorized_operations
+
+
+def _wait(check: Callable[[], bool], timeout: float = 5.0) -> float:
+    """Seconds until `check()` held (or the test fails)."""
+    start = time.monotonic()
+    while not check():
+        assert time.monotonic() - start < timeout, "not seen in time"
+        time.sleep(0.02)
+    return time.monotonic() - start
 
 
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -387,3 +402,39 @@ def test_a_refused_produce_writes_nothing_and_a_refused_fetch_returns_no_bytes(
         assert later is None or later.error() is not None, "a record of bob's reached alice"
     finally:
         consumer.close()
+
+
+def test_an_acl_change_reaches_every_node_within_two_seconds(
+    inprocess_factory: InProcessFactory,
+) -> None:
+    """A DENY made through one node holds on the other within 2 s (the ACL version is
+    read every second), and at once on the node that made it."""
+    cluster = inprocess_factory(["--zones", "zone-a,zone-b", *ADMIN_ON[2:]])
+    here, there = cluster.nodes
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{here.port}"})
+    allow = _binding(
+        ResourceType.TOPIC, "feed", ResourcePatternType.LITERAL, "User:*", AclOperation.WRITE
+    )
+    admin.create_acls([allow])[allow].result(30)
+
+    def writes(node: Node) -> bool:
+        return node.authorizer.authorize(
+            "User:carol", "127.0.0.1", Op.WRITE, RT.TOPIC, "feed", request="Produce"
+        )
+
+    _wait(lambda: writes(there))
+    deny = _binding(
+        ResourceType.TOPIC,
+        "feed",
+        ResourcePatternType.LITERAL,
+        "User:carol",
+        AclOperation.WRITE,
+        AclPermissionType.DENY,
+    )
+    start = time.monotonic()
+    admin.create_acls([deny])[deny].result(30)
+    assert not writes(here), "at once on the node that made it"
+    _wait(lambda: not writes(there))
+    took = time.monotonic() - start
+    print(f"DENY reached the other node in {took:.2f} s")
+    assert took < 2.0

@@ -2,8 +2,8 @@
 
 One service every handler asks (`Authorizer` in services/api.py). It keeps one
 snapshot of the ACLs (services/acl_engine.py decides over it), reads the store's
-ACL version every `refresh` (every second, broker/node.py) and reloads the ACLs
-only when the version moved, so a change made on any node holds on every node
+ACL version every `refresh` (every half second, broker/node.py) and reloads the
+ACLs only when the version moved, so a change made on any node holds on every node
 within about a second, and at once on the node that made it. CreateAcls and
 DeleteAcls change the store in one transaction each.
 
