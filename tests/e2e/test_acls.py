@@ -23,6 +23,7 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    ConfigResource,
     NewTopic,
     ResourcePatternType,
     ResourceType,
@@ -438,3 +439,55 @@ def test_an_acl_change_reaches_every_node_within_two_seconds(
     took = time.monotonic() - start
     print(f"DENY reached the other node in {took:.2f} s")
     assert took < 2.0
+
+
+def test_admin_apis_and_groups_are_checked_as_kafka_checks_them(
+    inprocess_factory: InProcessFactory,
+) -> None:
+    admin_boot, sasl_boot = _tenant_node(inprocess_factory)
+    admin = AdminClient({"bootstrap.servers": admin_boot})
+    for f in admin.create_topics([NewTopic("bob-orders", 1)]).values():
+        f.result(30)
+    pre = ResourcePatternType.PREFIXED
+    grants = [
+        _binding(ResourceType.TOPIC, "alice-", pre, "User:alice", AclOperation.ALL),
+        _binding(ResourceType.GROUP, "alice-", pre, "User:alice", AclOperation.ALL),
+    ]
+    for f in admin.create_acls(grants).values():
+        f.result(30)
+    alice = AdminClient(_as(sasl_boot, "alice"))
+
+    def code(future: object) -> int:
+        with pytest.raises(KafkaException) as err:
+            future.result(30)  # type: ignore[attr-defined]
+        return int(err.value.args[0].code())
+
+    # Topics: her prefix she may create; another's she may not, nor delete or describe.
+    alice.create_topics([NewTopic("alice-new", 2)])["alice-new"].result(30)
+    assert code(alice.create_topics([NewTopic("bob-new", 1)])["bob-new"]) == 29
+    assert code(alice.delete_topics(["bob-orders"])["bob-orders"]) == 29
+    configs = alice.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "bob-orders")])
+    assert code(next(iter(configs.values()))) == 29  # TOPIC_AUTHORIZATION_FAILED
+    broker = alice.describe_configs([ConfigResource(ConfigResource.Type.BROKER, "1")])
+    assert code(next(iter(broker.values()))) == 31  # CLUSTER_AUTHORIZATION_FAILED
+    # ACLs: CLUSTER ALTER needed.
+    acl = _binding(
+        ResourceType.TOPIC, "x", ResourcePatternType.LITERAL, "User:alice", AclOperation.READ
+    )
+    assert code(alice.create_acls([acl])[acl]) == 31
+    # Authorized operations: all of her topic's, none of the cluster's.
+    described = alice.describe_topics(
+        TopicCollection(["alice-new"]), include_authorized_operations=True
+    )
+    assert set(described["alice-new"].result(30).authorized_operations) == TOPIC_OPERATIONS
+    cluster = alice.describe_cluster(include_authorized_operations=True).result(30)
+    assert not cluster.authorized_operations
+    # Groups: a group outside her prefix refuses her join.
+    consumer = Consumer({**_as(sasl_boot, "alice"), "group.id": "bob-group"})
+    try:
+        consumer.subscribe(["alice-new"])
+        msg = consumer.poll(10)
+        assert msg is not None and msg.error() is not None
+        assert msg.error().code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+    finally:
+        consumer.close()
