@@ -491,3 +491,52 @@ def test_admin_apis_and_groups_are_checked_as_kafka_checks_them(
         assert msg.error().code() == KafkaError.GROUP_AUTHORIZATION_FAILED
     finally:
         consumer.close()
+
+
+def test_kafka_python_admin_creates_describes_and_deletes_acls(
+    inprocess_factory: InProcessFactory,
+) -> None:
+    from kafka.admin import (
+        ACL,
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        KafkaAdminClient,
+        ResourcePattern,
+        ResourcePatternFilter,
+    )
+    from kafka.admin import ResourceType as KpResourceType
+
+    node = inprocess_factory(ADMIN_ON)
+    admin = KafkaAdminClient(bootstrap_servers=node.bootstrap, request_timeout_ms=30000)
+    try:
+        pattern = ResourcePattern(KpResourceType.TOPIC, "kp-", ACLResourcePatternType.PREFIXED)
+        acl = ACL("User:dave", "*", ACLOperation.WRITE, ACLPermissionType.ALLOW, pattern)
+        created = admin.create_acls([acl])
+        assert created["failed"] == [] and len(created["succeeded"]) == 1
+        match = ACLFilter(
+            None,
+            "*",
+            ACLOperation.ANY,
+            ACLPermissionType.ANY,
+            ResourcePatternFilter(KpResourceType.TOPIC, "kp-topic", ACLResourcePatternType.MATCH),
+        )
+        found, error = admin.describe_acls(match)
+        assert error.errno == 0
+        assert [(a.principal, a.operation, a.resource_pattern.resource_name) for a in found] == [
+            ("User:dave", ACLOperation.WRITE, "kp-")
+        ]
+        gone = ACLFilter(
+            "User:dave",
+            None,
+            ACLOperation.ANY,
+            ACLPermissionType.ANY,
+            ResourcePatternFilter(KpResourceType.ANY, None, ACLResourcePatternType.ANY),
+        )
+        ((_, deleted, delete_error),) = admin.delete_acls([gone])
+        assert delete_error.errno == 0
+        assert [d.principal for d in deleted] == ["User:dave"]
+        assert admin.describe_acls(match)[0] == []
+    finally:
+        admin.close()
