@@ -408,3 +408,105 @@ def test_ten_thousand_acls_check_looks_at_the_few_that_apply() -> None:
     assert not e.allowed("User:tenant43", HOST, Op.WRITE, TOPIC, "tenant42-orders")
     assert not e.allowed("User:tenant4", HOST, Op.WRITE, TOPIC, "tenant42-orders")
     assert CountingIndex.handed <= 4 * 2
+
+
+# -- core's AuthorizerTest -----------------------------------------------------------
+VALID_OPS = [op for op in Op if op not in (Op.UNKNOWN, Op.ANY)]
+
+
+@pytest.mark.parametrize(
+    ("parent", "implied"),
+    [
+        (Op.ALL, set(VALID_OPS)),
+        (Op.READ, {Op.DESCRIBE}),
+        (Op.WRITE, {Op.DESCRIBE}),
+        (Op.DELETE, {Op.DESCRIBE}),
+        (Op.ALTER, {Op.DESCRIBE}),
+        (Op.ALTER_CONFIGS, {Op.DESCRIBE_CONFIGS}),
+        (Op.DESCRIBE, set()),
+        (Op.DESCRIBE_CONFIGS, set()),
+    ],
+)
+def test_acl_inheritance_of_allow(parent: AclOperation, implied: set[AclOperation]) -> None:
+    e = engine(acl(CLUSTER, "kafka-cluster", LITERAL, "User:alice", "*", parent, ALLOW))
+    for op in VALID_OPS:
+        expected = op in implied or op == parent
+        assert e.allowed("User:alice", "192.168.3.1", op, CLUSTER, "kafka-cluster") == expected, op
+
+
+@pytest.mark.parametrize(
+    ("parent", "denied"),
+    [(Op.ALL, set(VALID_OPS)), (Op.DESCRIBE, set()), (Op.DESCRIBE_CONFIGS, set())],
+)
+def test_acl_inheritance_of_deny(parent: AclOperation, denied: set[AclOperation]) -> None:
+    e = engine(
+        acl(CLUSTER, "kafka-cluster", LITERAL, "User:alice", "*", parent, DENY),
+        acl(CLUSTER, "kafka-cluster", LITERAL, "User:alice", "*", Op.ALL, ALLOW),
+    )
+    for op in VALID_OPS:
+        expected = not (op in denied or op == parent)
+        assert e.allowed("User:alice", "192.168.3.1", op, CLUSTER, "kafka-cluster") == expected, op
+
+
+def test_topic_acl() -> None:
+    host1, host2 = "192.168.1.1", "192.168.1.2"
+    e = engine(
+        acl(TOPIC, "t", LITERAL, "User:alice", host1, Op.READ, ALLOW),
+        acl(TOPIC, "t", LITERAL, "User:alice", host2, Op.READ, ALLOW),
+        acl(TOPIC, "t", LITERAL, "User:alice", host1, Op.READ, DENY),
+        acl(TOPIC, "t", LITERAL, "User:alice", host1, Op.WRITE, ALLOW),
+        acl(TOPIC, "t", LITERAL, "User:alice", "*", Op.DESCRIBE, ALLOW),
+        acl(TOPIC, "t", LITERAL, "User:rob", "*", Op.READ, ALLOW),
+        acl(TOPIC, "t", LITERAL, "User:batman", "*", Op.WRITE, ALLOW),
+    )
+    assert e.allowed("User:alice", host2, Op.READ, TOPIC, "t")
+    assert not e.allowed("User:alice", host1, Op.READ, TOPIC, "t")
+    assert e.allowed("User:alice", host1, Op.WRITE, TOPIC, "t")
+    assert not e.allowed("User:alice", host2, Op.WRITE, TOPIC, "t")
+    assert e.allowed("User:alice", host1, Op.DESCRIBE, TOPIC, "t")
+    assert e.allowed("User:alice", host2, Op.DESCRIBE, TOPIC, "t")
+    assert not e.allowed("User:alice", host1, Op.ALTER, TOPIC, "t")
+    assert not e.allowed("User:alice", host2, Op.ALTER, TOPIC, "t")
+    assert e.allowed("User:rob", host1, Op.DESCRIBE, TOPIC, "t")
+    assert e.allowed("User:batman", host1, Op.DESCRIBE, TOPIC, "t")
+    assert e.allowed("User:rob", host1, Op.READ, TOPIC, "t")
+    assert e.allowed("User:batman", host1, Op.WRITE, TOPIC, "t")
+
+
+def test_authorize_with_empty_resource_name() -> None:
+    assert not engine().allowed("User:alice", HOST, Op.READ, GROUP, "")
+    e = engine(acl(GROUP, "*", LITERAL, "User:alice", "*", Op.READ, ALLOW))
+    assert e.allowed("User:alice", HOST, Op.READ, GROUP, "")
+
+
+def test_single_character_resource_acls() -> None:
+    e = engine(acl(TOPIC, "f", LITERAL, "User:alice", "*", Op.READ, ALLOW))
+    assert e.allowed("User:alice", HOST, Op.READ, TOPIC, "f")
+    assert not e.allowed("User:alice", HOST, Op.READ, TOPIC, "foo")
+    e = engine(
+        acl(TOPIC, "f", LITERAL, "User:alice", "*", Op.READ, ALLOW),
+        acl(TOPIC, "_", PREFIXED, "User:alice", "*", Op.READ, ALLOW),
+    )
+    assert e.allowed("User:alice", HOST, Op.READ, TOPIC, "_foo")
+    assert e.allowed("User:alice", HOST, Op.READ, TOPIC, "_")
+    assert not e.allowed("User:alice", HOST, Op.READ, TOPIC, "foo_")
+
+
+def test_authorize_with_prefixed_resource_among_unrelated_denies() -> None:
+    deny = [
+        ("a_other", LITERAL),
+        ("a_other", PREFIXED),
+        ("foo-1f2e", PREFIXED),
+        ("foo-9a8b", PREFIXED),
+        ("foo-77-zzz", PREFIXED),
+        ("fooo-1", PREFIXED),
+        ("fo-2", PREFIXED),
+        ("fop-3", PREFIXED),
+        ("fon-4", PREFIXED),
+        ("fon-", PREFIXED),
+        ("z_other", PREFIXED),
+        ("z_other", LITERAL),
+    ]
+    acls = [acl(TOPIC, n, pt, "User:alice", "*", Op.READ, DENY) for n, pt in deny]
+    acls.append(acl(TOPIC, "foo-", PREFIXED, "User:alice", "*", Op.READ, ALLOW))
+    assert engine(*acls).allowed("User:alice", HOST, Op.READ, TOPIC, "foo-12345")

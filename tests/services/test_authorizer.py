@@ -165,3 +165,34 @@ def test_denials_are_counted_and_logged_rate_limited(
         }
 
     run(tmp_path, body)
+
+
+def test_acls_filter_as_kafkas_authorizer_test(tmp_path: Path) -> None:
+    """core's AuthorizerTest.testAclsFilter: the filters select first, then delete, so an
+    ACL two filters match is named by both."""
+    r1, r2 = "foo-7c1d", "bar-2b9e"
+    acl1 = AclBinding(RT.TOPIC, r1, PT.LITERAL, "User:alice", "*", Op.READ, Perm.ALLOW)
+    acl2 = AclBinding(RT.TOPIC, r1, PT.LITERAL, "User:alice", "192.168.0.1", Op.WRITE, Perm.ALLOW)
+    acl3 = AclBinding(RT.TOPIC, r2, PT.LITERAL, "User:alice", "*", Op.DESCRIBE, Perm.ALLOW)
+    acl4 = AclBinding(RT.TOPIC, "bar-", PT.PREFIXED, "User:*", "*", Op.READ, Perm.ALLOW)
+
+    def exact(rt: ResourceType, name: str, pt: PatternType) -> AclFilter:
+        return AclFilter(rt, name, pt, None, None, Op.ANY, Perm.ANY)
+
+    async def body(store: MetaStore, clock: ManualClock) -> None:
+        a = service(store, clock)
+        await a.create_acls([acl1, acl2, acl3, acl4])
+        assert set(await a.describe_acls(MATCH_ALL)) == {acl1, acl2, acl3, acl4}
+        assert set(await a.describe_acls(exact(RT.TOPIC, r1, PT.LITERAL))) == {acl1, acl2}
+        assert set(await a.describe_acls(exact(RT.TOPIC, "bar-", PT.PREFIXED))) == {acl4}
+        matching = exact(RT.ANY, r2, PT.MATCH)
+        assert set(await a.describe_acls(matching)) == {acl3, acl4}
+        one = AclFilter(RT.TOPIC, r1, PT.LITERAL, "User:alice", "*", Op.READ, Perm.ALLOW)
+        results = await a.delete_acls(
+            [matching, one, exact(RT.TOPIC, r2, PT.LITERAL), exact(RT.TOPIC, "baz", PT.ANY)]
+        )
+        assert all(r.error == ErrorCode.none for r in results)
+        assert [set(r.deleted) for r in results] == [{acl3, acl4}, {acl1}, {acl3}, set()]
+        assert await a.describe_acls(MATCH_ALL) == [acl2]
+
+    run(tmp_path, body)
