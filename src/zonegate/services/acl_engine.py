@@ -99,7 +99,20 @@ def describe_binding(acl: AclBinding) -> str:
 @dataclass(frozen=True, slots=True)
 class Decision:
     allowed: bool
-    rule: str  # as Kafka's audit log names it: SuperUser, DefaultDeny, MatchingAcl(...)
+    kind: str  # SuperUser, DefaultAllow, DefaultDeny, or MatchingAcl with `acl`
+    acl: AclBinding | None = None
+
+    @property
+    def rule(self) -> str:
+        """As Kafka's audit log names it; made only when logged (checks are hot)."""
+        if self.acl is None:
+            return self.kind
+        return f"MatchingAcl(acl={describe_binding(self.acl)})"
+
+
+_SUPER = Decision(True, "SuperUser")
+_DEFAULT_ALLOW = Decision(True, "DefaultAllow")
+_DEFAULT_DENY = Decision(False, "DefaultDeny")
 
 
 class _Section:
@@ -213,7 +226,7 @@ class AclEngine:
         name: str,
     ) -> Decision:
         if principal in self.super_users:
-            return Decision(True, "SuperUser")
+            return _SUPER
         principals = (principal, WILDCARD_PRINCIPAL)
         allow: AclBinding | None = None
         seen = False
@@ -221,15 +234,14 @@ class AclEngine:
             seen = True
             result = _applies(op, principals, host, acl)
             if result is False:
-                return Decision(False, f"MatchingAcl(acl={describe_binding(acl)})")
+                return Decision(False, "MatchingAcl", acl)
             if result is True and allow is None:
                 allow = acl
         if allow is not None:
-            return Decision(True, f"MatchingAcl(acl={describe_binding(allow)})")
-        if not seen:
-            rule = "DefaultAllow" if self.allow_if_no_acl else "DefaultDeny"
-            return Decision(self.allow_if_no_acl, rule)
-        return Decision(False, "DefaultDeny")
+            return Decision(True, "MatchingAcl", allow)
+        if not seen and self.allow_if_no_acl:
+            return _DEFAULT_ALLOW
+        return _DEFAULT_DENY
 
     def allowed(
         self, principal: str, host: str, op: AclOperation, resource_type: ResourceType, name: str
