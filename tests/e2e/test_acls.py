@@ -34,7 +34,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8
 
 from tests import java_peer
-from tests.e2e.conftest import InProcessFactory
+from tests.e2e.conftest import InProcessFactory, NodeFactory
 from tests.kafka_raw import RawConnection
 from tests.node_harness import free_port_block
 from tests.security.secure_node import plain_jaas
@@ -540,3 +540,27 @@ def test_kafka_python_admin_creates_describes_and_deletes_acls(
         assert admin.describe_acls(match)[0] == []
     finally:
         admin.close()
+
+
+def test_acls_outlive_a_restart(node_factory: NodeFactory) -> None:
+    """`zonegate serve` in its own process: ACLs made, the node restarted (its metadata
+    store reopened), the same ACLs described."""
+    node = node_factory(ADMIN_ON)
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    kept = _binding(
+        ResourceType.TOPIC, "kept-", ResourcePatternType.PREFIXED, "User:erin", AclOperation.READ
+    )
+    admin.create_acls([kept])[kept].result(30)
+    node.stop()
+    node.restart()
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    any_ = AclBindingFilter(
+        ResourceType.ANY,
+        None,
+        ResourcePatternType.ANY,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    assert [_key(b) for b in admin.describe_acls(any_).result(30)] == [_key(kept)]
