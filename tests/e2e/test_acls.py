@@ -564,3 +564,45 @@ def test_acls_outlive_a_restart(node_factory: NodeFactory) -> None:
         AclPermissionType.ANY,
     )
     assert [_key(b) for b in admin.describe_acls(any_).result(30)] == [_key(kept)]
+
+
+def test_a_refused_group_join_leaves_the_group_unchanged(
+    inprocess_factory: InProcessFactory,
+) -> None:
+    admin_boot, sasl_boot = _tenant_node(inprocess_factory)
+    admin = AdminClient({"bootstrap.servers": admin_boot})
+    admin.create_topics([NewTopic("alice-events", 1)])["alice-events"].result(30)
+    pre = ResourcePatternType.PREFIXED
+    grants = [
+        _binding(ResourceType.TOPIC, "alice-", pre, "User:alice", AclOperation.ALL),
+        _binding(ResourceType.GROUP, "alice-", pre, "User:alice", AclOperation.ALL),
+        _binding(ResourceType.TOPIC, "alice-", pre, "User:bob", AclOperation.DESCRIBE),
+    ]
+    for f in admin.create_acls(grants).values():
+        f.result(30)
+
+    def members() -> list[str]:
+        (future,) = admin.describe_consumer_groups(["alice-group"]).values()
+        return sorted(m.client_id for m in future.result(30).members)
+
+    settings = {"group.protocol": "classic", "session.timeout.ms": 6000}
+    alice = Consumer(
+        {**_as(sasl_boot, "alice"), **settings, "group.id": "alice-group", "client.id": "alice-1"}
+    )
+    try:
+        alice.subscribe(["alice-events"])
+        _wait(lambda: alice.poll(0.2) is None and bool(alice.assignment()), timeout=30)
+        assert members() == ["alice-1"]
+        bob = Consumer(
+            {**_as(sasl_boot, "bob"), **settings, "group.id": "alice-group", "client.id": "bob-1"}
+        )
+        try:
+            bob.subscribe(["alice-events"])
+            msg = bob.poll(10)
+            assert msg is not None and msg.error() is not None
+            assert msg.error().code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+        finally:
+            bob.close()
+        assert members() == ["alice-1"], "bob's refused join changed the group"
+    finally:
+        alice.close()
