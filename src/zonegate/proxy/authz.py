@@ -20,7 +20,7 @@ from zonegate.services.api import AclOperation, ResourceType
 T = TypeVar("T")
 
 CLUSTER_NAME = "kafka-cluster"
-# Kafka's Errors by resource type (AclEntry.authorizationError), as the handlers need them.
+# The resource types the handlers check, by their short names.
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
 TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
 
