@@ -61,7 +61,7 @@ def test_checks_follow_the_store_and_changes_here_hold_at_once(tmp_path: Path) -
         await here.refresh()
         await there.refresh()
         assert not check(here, "alice", Op.WRITE, "alice-orders")
-        assert await here.create_acls([ALICE_TOPICS, BOB_READ]) == [(ErrorCode.none, None)] * 2
+        assert await here.create_acls([ALICE_TOPICS, BOB_READ]) == [(ErrorCode.none, "")] * 2
         assert check(here, "alice", Op.WRITE, "alice-orders"), "at once on this node"
         assert not check(there, "alice", Op.WRITE, "alice-orders"), "the other: next refresh"
         await there.refresh()
@@ -88,7 +88,7 @@ def test_refused_creations_and_filters_keep_their_place(tmp_path: Path) -> None:
         a = service(store, clock)
         bad = AclBinding(RT.CLUSTER, "c", PT.LITERAL, "User:x", "*", Op.ALTER, Perm.ALLOW)
         answers = await a.create_acls([bad, BOB_READ])
-        assert answers[0][0] == ErrorCode.invalid_request and answers[1] == (ErrorCode.none, None)
+        assert answers[0][0] == ErrorCode.invalid_request and answers[1] == (ErrorCode.none, "")
         unknown = AclFilter(RT.UNKNOWN, None, PT.ANY, None, None, Op.ANY, Perm.ANY)
         first, second = await a.delete_acls([unknown, MATCH_ALL])
         assert (

@@ -118,6 +118,19 @@ def principal_problem(principal: str) -> str | None:
     return None
 
 
+def unbindable(acl: AclBinding) -> bool:
+    """Whether Kafka cannot even build the AclBinding: its ResourcePattern refuses type
+    ANY and pattern types MATCH and ANY, its AccessControlEntry operation and permission
+    ANY. Kafka's broker then fails the whole CreateAcls request (UNKNOWN_SERVER_ERROR
+    for every creation, no message), before any ACL is checked."""
+    return (
+        acl.resource_type == ResourceType.ANY
+        or acl.pattern_type in (PatternType.ANY, PatternType.MATCH)
+        or acl.operation == AclOperation.ANY
+        or acl.permission == AclPermission.ANY
+    )
+
+
 def creation_problem(acl: AclBinding) -> str | None:
     """Why CreateAcls refuses this ACL (INVALID_REQUEST with this message), else None."""
     if acl.resource_type == ResourceType.CLUSTER and acl.resource_name != CLUSTER_NAME:

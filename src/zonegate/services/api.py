@@ -65,6 +65,7 @@ from zonegate.services.acl_filters import (
     pattern_type,
     permission,
     resource_type,
+    unbindable,
 )
 from zonegate.services.authorizer import DeleteResult
 from zonegate.services.catalog import InvalidTopic, check_topic_name
@@ -151,6 +152,7 @@ __all__ = [
     "pattern_type",
     "permission",
     "resource_type",
+    "unbindable",
     "effective",
     "validate_topic_configs",
 ]

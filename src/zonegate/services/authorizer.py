@@ -176,7 +176,7 @@ class AuthorizerService:
             problem = creation_problem(acl)
             if problem is None:
                 valid.append(acl)
-                answers.append((ErrorCode.none, None))
+                answers.append((ErrorCode.none, ""))  # Kafka's default: "" not null
             else:
                 answers.append((ErrorCode.invalid_request, problem))
         if valid:

@@ -6,7 +6,9 @@ As Kafka's AclApis and AclControlManager: the caller needs ALTER on the cluster
 answers SECURITY_DISABLED; a CLUSTER ACL not named kafka-cluster, an empty name, ANY
 or MATCH or UNKNOWN values, and a principal that is not `Type:name` get
 INVALID_REQUEST with Kafka's message; DELEGATION_TOKEN and USER ACLs are refused by
-name (zonegate has no delegation tokens). An ACL that exists already is a success.
+name (zonegate has no delegation tokens). An ACL that exists already is a success. A
+creation Kafka cannot even build (type ANY, pattern MATCH or ANY, operation or
+permission ANY) fails the whole request with UNKNOWN_SERVER_ERROR, as Kafka's broker.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from zonegate.proxy.handlers.acl_wire import CLUSTER_REFUSED, NO_AUTHORIZER, cre
 from zonegate.proxy.handlers.common import cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import AclOperation
+from zonegate.services.api import AclOperation, unbindable
 
 API_KEY = 30
 
@@ -35,9 +37,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     elif not ctx.services.authorizer.enabled:
         answers = [(ErrorCode.security_disabled, NO_AUTHORIZER)] * count
     else:
-        answers = await ctx.services.authorizer.create_acls(
-            [creation(c) for c in request.creations]
-        )
+        acls = [creation(c) for c in request.creations]
+        if any(unbindable(a) for a in acls):
+            answers = [(ErrorCode.unknown_server_error, None)] * count
+        else:
+            answers = await ctx.services.authorizer.create_acls(acls)
     result_cls = cls(ctx, "AclCreationResult")
     return make(
         cls(ctx, "CreateAclsResponse"),

@@ -2,7 +2,8 @@
 
 As Kafka's AclApis: the caller needs DESCRIBE on the cluster
 (CLUSTER_AUTHORIZATION_FAILED); with no authorizer the answer is SECURITY_DISABLED.
-Filters are Kafka's (services/acl_filters.py): ANY, MATCH, LITERAL, PREFIXED.
+Filters are Kafka's (services/acl_filters.py): ANY, MATCH, LITERAL, PREFIXED; one with
+an unknown part selects nothing (no error), as Kafka's.
 """
 
 from __future__ import annotations
@@ -43,10 +44,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     authorizer = ctx.services.authorizer
     if not authorizer.enabled:
         return answer(ErrorCode.security_disabled, NO_AUTHORIZER_DESCRIBE)
+    # A filter with an unknown part matches nothing, as Kafka's authorizer answers it.
     wanted = acl_filter(request)
-    problem = wanted.problem()
-    if problem is not None:
-        return answer(ErrorCode.invalid_request, problem)
     grouped: dict[tuple[int, str, int], list[AclBinding]] = {}
     for acl in await authorizer.describe_acls(wanted):
         key = (int(acl.resource_type), acl.resource_name, int(acl.pattern_type))
@@ -54,7 +53,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     resource_cls, acl_cls = cls(ctx, "DescribeAclsResource"), cls(ctx, "AclDescription")
     return answer(
         ErrorCode.none,
-        None,
+        "",  # Kafka's default on success: "" rather than null
         tuple(
             make(
                 resource_cls,
