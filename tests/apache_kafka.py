@@ -44,8 +44,9 @@ class ApacheKafkaBroker:
 
     node_id = 1
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, extra: dict[str, str] | None = None) -> None:
         self.root = root
+        self.extra = dict(extra or {})  # more server.properties lines (an authorizer)
         self.cluster_id = _cluster_id()
         self.port = 0
         self.controller_port = 0
@@ -88,6 +89,7 @@ class ApacheKafkaBroker:
             "log.cleaner.threads": "1",
             "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
         }
+        settings.update(self.extra)
         path = self.root / "server.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         return path

@@ -83,6 +83,10 @@ class NodeConfig:
     s3_ca_bundle: Path | None = _d("s3_ca_bundle")
     # Kafka settings set with no effect here (inter_broker.py), shown by DescribeConfigs.
     kafka_no_effect: tuple[tuple[str, str], ...] = ()
+    # The authorizer and its ACLs (acl_settings.py, docs/acls.md).
+    authorizer_enabled: bool = _d("authorizer_enabled")
+    super_users: tuple[str, ...] = _d("super_users")
+    allow_everyone_if_no_acl_found: bool = _d("allow_everyone_if_no_acl_found")
 
     @property
     def store_url(self) -> str:

@@ -61,6 +61,7 @@ from zonegate.router.placement import place
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.runtime.supervisor import Supervisor
 from zonegate.services.api import Services
+from zonegate.services.authorizer import AuthorizerService
 from zonegate.services.catalog import Catalog
 from zonegate.services.cluster import ClusterSettings, NodeCluster
 from zonegate.services.groups import RoutedGroups
@@ -247,6 +248,13 @@ class Node:
             self.meta, clock, QuotaWindow(config.quota_window_num, config.quota_window_size_s)
         )
         self.scram = ScramService(self.meta)
+        self.authorizer = AuthorizerService(
+            self.meta,
+            clock,
+            enabled=config.authorizer_enabled,
+            super_users=config.super_users,
+            allow_if_no_acl=config.allow_everyone_if_no_acl_found,
+        )
         self.produce = ProduceService(self.catalog, self.wal, self.leader, self.meta, clock)
         self.services = Services(
             cluster=self.cluster,
@@ -276,6 +284,7 @@ class Node:
                 self.meta, self.catalog, self.membership, clock_ms=clock.wall_ms
             ),
             scram=self.scram,
+            authorizer=self.authorizer,
         )
         import zonegate.proxy.handlers  # noqa: F401  (handlers register themselves)
 
@@ -413,6 +422,8 @@ class Node:
         await sup.start("catalog", self.catalog.load)
         await sup.start("client quotas", self.quotas.refresh)
         await sup.start("SCRAM credentials", self.scram.refresh)
+        # Before any listener: no request is ever checked against an empty snapshot.
+        await sup.start("ACLs", self.authorizer.refresh)
         self.peers.token = await self.meta.cluster_secret("rpc-token")
         self._rpc, rpc_port = await start_leader_server(
             self.local_leader,
@@ -458,6 +469,9 @@ class Node:
         sup.every("client quotas", 2 * self.config.heartbeat_s, self.quotas.refresh)
         # So do SCRAM users another node added, changed or deleted.
         sup.every("SCRAM credentials", 2 * self.config.heartbeat_s, self.scram.refresh)
+        # And ACLs, twice as often (a DENY must hold everywhere within 2 s): a cheap
+        # version read, the ACLs themselves only when it moved.
+        sup.every("ACLs", self.config.heartbeat_s, self.authorizer.refresh)
         self.maintenance.schedule(sup)
         # One small object per node, read back every few seconds: a GET costs a
         # fraction of a LIST, and proves reads work, not only that the host answers.

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from zonegate.broker.acl_settings import ACL_SETTINGS
 from zonegate.broker.qos_flags import QOS_SETTINGS
 from zonegate.broker.rpc_tls_settings import RPC_TLS_SETTINGS
 from zonegate.broker.security_settings import SECURITY_SETTINGS
@@ -41,6 +42,7 @@ from zonegate.broker.setting_types import (
 
 SETTINGS: tuple[Setting, ...] = (
     *SECURITY_SETTINGS,  # listeners, TLS, SASL: Kafka's own settings
+    *ACL_SETTINGS,  # the authorizer: Kafka's own settings
     Setting(
         "--data-dir",
         "log.dirs",
