@@ -1,0 +1,62 @@
+"""One network-fault scenario's frame: a fresh topic on the shared proxied cluster,
+the workload (tests/faults/workload.py) running before, during and after the fault,
+the checker's report on the history, and the figures printed and kept in
+test-artifacts/faults.txt."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.cluster_harness import wait_until
+from tests.faults.checker import Report, check
+from tests.faults.cluster import PARTITIONS, ProxiedCluster
+from tests.faults.workload import Workload
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+WARM_UP_ACKS = 50  # per producer, before the fault
+
+
+def run_scenario(
+    cluster: ProxiedCluster, name: str, fault: Callable[[Workload], list[str]]
+) -> tuple[Report, list[str]]:
+    """Runs `fault` (which injects, heals and returns its figures) under the workload;
+    the checker's report and every figure."""
+    topic = f"faults-{name}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap("zone-a")})
+    admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS)])[topic].result(30)
+    w = Workload(cluster, topic)
+    w.start()
+    try:
+        assert wait_until(lambda: all(len(p.acks) >= WARM_UP_ACKS for p in w.producers), 60)
+        figures = fault(w)
+        healed_at = time.monotonic()
+        # Every producer acknowledged again after the heal, then a little more history.
+        recovered = wait_until(lambda: w.acked_since(healed_at), timeout=60)
+        figures.append(
+            f"after healing: every producer acknowledged again within "
+            f"{time.monotonic() - healed_at:.2f} s"
+            if recovered
+            else "after healing: a producer never acknowledged again"
+        )
+        time.sleep(2.0)
+    finally:
+        history = w.finish()
+    report = check(history)
+    errors = w.errors()
+    figures.append(f"checker: {report.summary()}; failed deliveries {len(errors)}")
+    text = "\n".join(f"{name}: {line}" for line in figures)
+    print("\n" + text)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with open(ARTIFACTS / "faults.txt", "a") as out:
+        out.write(text + "\n")
+    return report, figures
+
+
+def p99_ms(latencies: list[float]) -> float:
+    if not latencies:
+        return float("nan")
+    return 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
