@@ -135,6 +135,14 @@ class ProxiedCluster:
                 if src != n.zone and zone in (src, n.zone):
                     yield f"rpc-{src}-node{n.node_id}"
 
+    def proxies_to(self, zone: str) -> Iterator[str]:
+        """Every proxy whose upstream is a node of `zone`: its clients' and its peers'."""
+        for n in self.in_zone(zone):
+            yield n.client_proxy.name
+            for src in ZONES:
+                if src != zone:
+                    yield f"rpc-{src}-node{n.node_id}"
+
     def logs(self, tail: int = 2000) -> str:
         return "\n".join(
             f"--- node {n.node_id} ---\n{n.node.log_path.read_text()[-tail:]}" for n in self.nodes

@@ -56,7 +56,12 @@ def run_scenario(
     return report, figures
 
 
-def p99_ms(latencies: list[float]) -> float:
+def latency(latencies: list[float]) -> str:
+    """p50 and p99 of acknowledgement latencies, in ms."""
     if not latencies:
-        return float("nan")
-    return 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
+        return "no acknowledgement"
+
+    def at(q: float) -> float:
+        return 1000 * latencies[min(len(latencies) - 1, int(q * len(latencies)))]
+
+    return f"p50 {at(0.5):.0f} ms, p99 {at(0.99):.0f} ms"

@@ -55,6 +55,11 @@ class ZoneProducer:
                 "acks": "all",
                 "linger.ms": 5,
                 "message.timeout.ms": 120000,
+                # A client whose zone is lost asks its bootstrap list (other zones'
+                # nodes too) after 3 s without a reachable broker; librdkafka's default,
+                # 300 s, left the lost zone's producer without a broker for the whole
+                # outage (tests/faults/test_network_faults.py's zone lost).
+                "metadata.recovery.rebootstrap.trigger.ms": 3000,
                 "reconnect.backoff.max.ms": 500,
                 "topic.metadata.refresh.interval.ms": 1000,
                 "log_level": 3,
@@ -122,6 +127,7 @@ class Group:
                 "client.id": f"member-{zone},zonegate_az={zone}",
                 "auto.offset.reset": "earliest",
                 "auto.commit.interval.ms": 1000,
+                "metadata.recovery.rebootstrap.trigger.ms": 3000,  # as the producers
                 "reconnect.backoff.max.ms": 500,
                 "topic.metadata.refresh.interval.ms": 1000,
                 "log_level": 3,
