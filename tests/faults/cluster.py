@@ -119,6 +119,14 @@ class ProxiedCluster:
         ]
         time.sleep(1.0)  # every node has seen every other's lease
 
+    def heal(self) -> None:
+        """Every toxic removed, every proxy enabled, every node running and ready."""
+        self.toxi.reset()
+        for n in self.nodes:
+            if not n.node.alive():
+                n.node.start()
+        self.wait_ready()
+
     def in_zone(self, zone: str) -> list[FaultNode]:
         return [n for n in self.nodes if n.zone == zone]
 

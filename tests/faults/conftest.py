@@ -30,9 +30,5 @@ def proxied_cluster(
 @pytest.fixture
 def healed(proxied_cluster: ProxiedCluster) -> ProxiedCluster:
     """The shared cluster with every toxic removed and every node running and ready."""
-    proxied_cluster.toxi.reset()
-    for n in proxied_cluster.nodes:
-        if not n.node.alive():
-            n.node.start()
-    proxied_cluster.wait_ready()
+    proxied_cluster.heal()
     return proxied_cluster

@@ -6,7 +6,6 @@ test-artifacts/faults.txt."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -14,17 +13,16 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.cluster_harness import wait_until
 from tests.faults.checker import Report, check
 from tests.faults.cluster import PARTITIONS, ProxiedCluster
+from tests.faults.faults import Fault, Outcome
 from tests.faults.workload import Workload
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 WARM_UP_ACKS = 50  # per producer, before the fault
 
 
-def run_scenario(
-    cluster: ProxiedCluster, name: str, fault: Callable[[Workload], list[str]]
-) -> tuple[Report, list[str]]:
+def run_scenario(cluster: ProxiedCluster, name: str, fault: Fault) -> tuple[Report, Outcome]:
     """Runs `fault` (which injects, heals and returns its figures) under the workload;
-    the checker's report and every figure."""
+    the checker's report, and the fault's outcome with every figure."""
     topic = f"faults-{name}"
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap("zone-a")})
     admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS)])[topic].result(30)
@@ -32,7 +30,8 @@ def run_scenario(
     w.start()
     try:
         assert wait_until(lambda: all(len(p.acks) >= WARM_UP_ACKS for p in w.producers), 60)
-        figures = fault(w)
+        outcome = fault(cluster, w)
+        figures = outcome.lines
         healed_at = time.monotonic()
         # Every producer acknowledged again after the heal, then a little more history.
         recovered = wait_until(lambda: w.acked_since(healed_at), timeout=60)
@@ -53,15 +52,6 @@ def run_scenario(
     ARTIFACTS.mkdir(exist_ok=True)
     with open(ARTIFACTS / "faults.txt", "a") as out:
         out.write(text + "\n")
-    return report, figures
-
-
-def latency(latencies: list[float]) -> str:
-    """p50 and p99 of acknowledgement latencies, in ms."""
-    if not latencies:
-        return "no acknowledgement"
-
-    def at(q: float) -> float:
-        return 1000 * latencies[min(len(latencies) - 1, int(q * len(latencies)))]
-
-    return f"p50 {at(0.5):.0f} ms, p99 {at(0.99):.0f} ms"
+    outcome.measures["acknowledged"] = report.acknowledged
+    outcome.measures["failed_deliveries"] = len(errors)
+    return report, outcome
