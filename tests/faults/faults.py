@@ -88,6 +88,9 @@ def zone_lost(cluster: ProxiedCluster, w: Workload) -> Outcome:
     for n in cluster.in_zone(LOST_ZONE):
         n.node.start()
     cluster.wait_ready()
+    # Produce on while the controller's leader balance (every 10 s) moves partitions
+    # back to the returned nodes: moves under load, with Appends in flight.
+    time.sleep(12.0)
     return Outcome(
         [
             f"{LOST_ZONE}'s nodes killed -9: other zones' producers' longest stall "

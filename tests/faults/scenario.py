@@ -5,6 +5,9 @@ test-artifacts/faults.txt."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import json
 import time
 from pathlib import Path
 
@@ -18,12 +21,13 @@ from tests.faults.workload import Workload
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 WARM_UP_ACKS = 50  # per producer, before the fault
+_RUNS = itertools.count()
 
 
 def run_scenario(cluster: ProxiedCluster, name: str, fault: Fault) -> tuple[Report, Outcome]:
     """Runs `fault` (which injects, heals and returns its figures) under the workload;
     the checker's report, and the fault's outcome with every figure."""
-    topic = f"faults-{name}"
+    topic = f"faults-{name}-{next(_RUNS)}"  # a fault may run more than once
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap("zone-a")})
     admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS)])[topic].result(30)
     w = Workload(cluster, topic)
@@ -45,6 +49,11 @@ def run_scenario(cluster: ProxiedCluster, name: str, fault: Fault) -> tuple[Repo
     finally:
         history = w.finish()
     report = check(history)
+    if not report.ok:  # the whole history, to study the anomaly
+        ARTIFACTS.mkdir(exist_ok=True)
+        (ARTIFACTS / f"faults-{name}-history.json").write_text(
+            json.dumps(dataclasses.asdict(history), default=sorted)
+        )
     errors = w.errors()
     figures.append(f"checker: {report.summary()}; failed deliveries {len(errors)}")
     text = "\n".join(f"{name}: {line}" for line in figures)
