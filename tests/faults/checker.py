@@ -8,7 +8,10 @@ partition and offset the broker gave the value; after the faults heal, one reade
 reads every partition from its start to its end offset, and a consumer group's
 reads during the run are kept with the group's final positions. The anomalies:
 
-- lost: a value acknowledged but absent from the final read;
+- lost: a value acknowledged but absent from the final read of its partition, the
+  read having reached the partition's end offset (or absent from every read);
+- unfinished: a partition the final read never reached the end offset of (the
+  reader stuck: its values are not called lost unless no read has them);
 - duplicated: a value present at more than one offset;
 - reordered: within a partition, a producer's values out of the order it sent them
   (an idempotent producer keeps its order per partition), or a reader's offsets
@@ -63,6 +66,7 @@ class Report:
     reordered: list[str] = field(default_factory=list)
     double_assigned: list[str] = field(default_factory=list)
     stuck: list[int] = field(default_factory=list)
+    unfinished: list[int] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
@@ -72,6 +76,7 @@ class Report:
             "reordered": len(self.reordered),
             "double_assigned": len(self.double_assigned),
             "stuck": len(self.stuck),
+            "unfinished": len(self.unfinished),
             "unknown": len(self.unknown),
         }
 
@@ -140,8 +145,15 @@ def check(history: History) -> Report:
     where: dict[str, set[tuple[int, int]]] = defaultdict(set)
     for r in history.final:
         where[r.value].add((r.partition, r.offset))
+    reached = positions(history.final)
+    report.unfinished = sorted(
+        p for p, end in history.end_offsets.items() if reached.get(p, 0) < end
+    )
+    seen_by_group = {r.value for r in history.group}
     for ack in history.acks:
-        if ack.value not in where:
+        if ack.value in where:
+            continue
+        if ack.partition not in report.unfinished or ack.value not in seen_by_group:
             report.lost.append(ack.value)
     report.duplicated = sorted(v for v, places in where.items() if len(places) > 1)
     report.unknown = sorted(v for v in where if v not in history.sent)

@@ -125,3 +125,19 @@ def test_a_value_nobody_sent_is_unknown() -> None:
     report = check(h)
     assert report.unknown == ["x:0"]
     _only(report.counts(), "unknown")
+
+
+def test_a_final_read_that_stopped_short_is_unfinished_not_lost() -> None:
+    h = _clean()
+    h.final = [r for r in h.final if not (r.partition == 0 and r.offset >= 2)]
+    report = check(h)
+    assert report.unfinished == [0]
+    _only(report.counts(), "unfinished")  # a:2 and a:3 were read by the group
+
+
+def test_a_value_no_read_has_is_lost_even_when_the_final_read_stopped_short() -> None:
+    h = _clean()
+    h.final = [r for r in h.final if not (r.partition == 0 and r.offset >= 2)]
+    h.group = [r for r in h.group if r.value != "a:3"]
+    report = check(h)
+    assert (report.lost, report.unfinished) == (["a:3"], [0])
