@@ -44,6 +44,8 @@ class NodeConfig:
     default_partitions: int = _d("default_partitions")  # num.partitions
     rpc_host: str | None = _d("rpc_host")  # leader gRPC listener; None: the Kafka host
     rpc_port: int = _d("rpc_port")
+    # Advertised leader RPC address -> the address dialled for it (a proxy between zones).
+    rpc_dial_map: tuple[tuple[str, str], ...] = _d("rpc_dial_map")
     http_port: int | None = _d("http_port")  # /metrics, /healthz, /readyz; None: no endpoint
     lease_ms: int = _d("lease_ms")  # node and controller leases
     heartbeat_s: float = 0.5

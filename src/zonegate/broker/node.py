@@ -162,6 +162,7 @@ class Node:
                 config.leader_imbalance_check_interval_s * 1000,
                 config.leader_imbalance_per_broker_percentage,
             ),
+            dial=dict(config.rpc_dial_map),
         )
         # A node whose serving loop has not turned for five leases is stuck, not busy.
         self.leases = LeaseKeeper(
@@ -173,7 +174,13 @@ class Node:
             monotonic=clock.monotonic,
             on_fenced=self._on_fenced_from_thread,
         )
-        self.peers = LeaderPeers(config.node_id, config.zone, self.membership, self.accounting)
+        self.peers = LeaderPeers(
+            config.node_id,
+            config.zone,
+            self.membership,
+            self.accounting,
+            dict(config.rpc_dial_map),
+        )
         self.peers.tls = open_rpc_tls(  # StartupError for a wrong file
             config.rpc_ssl_keystore, config.rpc_ssl_truststore, config.rpc_ssl_server_name
         )

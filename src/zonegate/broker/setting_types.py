@@ -210,6 +210,23 @@ def zone(value: str) -> str:
         raise ValueError(f"--zone {FROM_NODE_LABEL}: {exc}") from None
 
 
+def rpc_dial_map(spec: str) -> tuple[tuple[str, str], ...]:
+    """`HOST:PORT=HOST:PORT,...`: each advertised leader RPC address and the address
+    this node dials for it instead."""
+    out: dict[str, str] = {}
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        advertised, sep, dial = item.partition("=")
+        try:
+            if not sep:
+                raise argparse.ArgumentTypeError("expected HOST:PORT=HOST:PORT")
+            a_host, a_port = host_port(advertised.strip())
+            d_host, d_port = host_port(dial.strip())
+        except argparse.ArgumentTypeError as exc:
+            raise ValueError(f"--rpc-dial-map item {item!r}: {exc}") from None
+        out[f"{a_host}:{a_port}"] = f"{d_host}:{d_port}"
+    return tuple(out.items())
+
+
 def rpc_listener(value: tuple[str, int] | None) -> tuple[str | None, int]:
     return value or (None, 0)  # the Kafka host, any free port
 

@@ -34,6 +34,7 @@ from zonegate.broker.setting_types import (
     ms_at_least,
     ms_to_s,
     node_id,
+    rpc_dial_map,
     rpc_listener,
     size_at_least,
     zone,
@@ -224,6 +225,18 @@ SETTINGS: tuple[Setting, ...] = (
         "HOST:PORT",
         into=("rpc_host", "rpc_port"),
         convert=rpc_listener,
+    ),
+    Setting(
+        "--rpc-dial-map",
+        "zonegate.rpc.dial.map",
+        "",
+        "other nodes' advertised leader RPC addresses and the address this node dials for "
+        "each instead, when a proxy or NAT stands between zones: "
+        "10.0.2.7:9093=10.0.1.250:19093,... (default: none; every node is dialled at the "
+        "address it advertises)",
+        metavar="HOST:PORT=HOST:PORT,...",
+        into="rpc_dial_map",
+        convert=rpc_dial_map,
     ),
     Setting(
         "--http-port",
