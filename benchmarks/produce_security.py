@@ -34,6 +34,7 @@ def run(args: argparse.Namespace, run_producer: Producer) -> None:
         UserScramCredentialUpsertion,
     )
 
+    from benchmarks.produce import _cpu_s
     from tests.security.certs import TestPki
     from tests.security.client_configs import Login, confluent
     from tests.security.secure_node import SecureNode, security_properties
@@ -63,21 +64,31 @@ def run(args: argparse.Namespace, run_producer: Producer) -> None:
             )
             sides = {"SASL_SSL": secure, "plaintext": plain}
             results: dict[str, list[float]] = {name: [] for name in sides}
+            cpu: dict[str, list[float]] = {name: [] for name in sides}
+            assert node.proc is not None
             for i in range(args.security_rounds):
                 for name, conf in sides.items():
                     topic = f"bench-{name.lower()}-{i}"
                     admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
+                    cpu0 = _cpu_s(node.proc.pid)
                     r = run_producer(conf, topic, args.records, args.partitions)
+                    per_gib = (_cpu_s(node.proc.pid) - cpu0) / (args.records * 1024 / 2**30)
                     results[name].append(r["mb_s"])
+                    cpu[name].append(per_gib)
                     print(
                         f"round {i + 1}: {name:9s} {r['mb_s']:8.1f} MB/s ({args.records} x 1024 B"
                         f" in {r['seconds']:.1f} s; p50 {r['p50_ms']:.1f} ms p99"
-                        f" {r['p99_ms']:.1f} ms at full speed)",
+                        f" {r['p99_ms']:.1f} ms at full speed; node CPU {per_gib:.1f} s/GiB)",
                         flush=True,
                     )
             del admin
         finally:
             node.stop()
+    secured_cpu, plaintext_cpu = (statistics.median(cpu[n]) for n in ("SASL_SSL", "plaintext"))
+    print(
+        f"node CPU s/GiB (median): SASL_SSL {secured_cpu:.1f}, plaintext {plaintext_cpu:.1f}, "
+        f"ratio {plaintext_cpu / secured_cpu:.2f}"
+    )
     secured = statistics.median(results["SASL_SSL"])
     plaintext = statistics.median(results["plaintext"])
     print(
