@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import threading
 from pathlib import Path
 
 import pytest
@@ -88,15 +89,16 @@ def test_a_session_handshakes_and_moves_bytes_both_ways(ca: trustme.CA, tmp_path
     assert server.peer_dn() is None  # ssl.client.auth=none: no client certificate
 
 
-@pytest.mark.parametrize("room", [None, 1])
+@pytest.mark.parametrize("scratch", [None, 5000])
 def test_a_megabyte_in_uneven_pieces_comes_out_whole(
-    ca: trustme.CA, tmp_path: Path, room: int | None, monkeypatch: pytest.MonkeyPatch
+    ca: trustme.CA, tmp_path: Path, scratch: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Records split across receives, several records per receive, then close_notify in
-    the same receive as the last data. room=1: the read buffer is sized too small for
-    the record OpenSSL holds, so it grows while reading."""
-    if room is not None:
-        monkeypatch.setattr(tls, "_RECORD_ROOM", room)
+    the same receive as the last data. scratch=5000: the scratch buffer holds less than
+    a receive's records, so it is filled and emptied several times per receive."""
+    if scratch is not None:
+        monkeypatch.setattr(tls, "_SCRATCH_KEEP", scratch)
+        monkeypatch.setattr(tls, "_scratch_local", threading.local())
     server = TlsSession(build_context(_server_files(ca, tmp_path)))
     client, _, outgoing = _handshake(server, _client(ca))
     sent = bytes(range(256)) * 4096
