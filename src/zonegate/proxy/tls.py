@@ -295,7 +295,9 @@ class TlsSession:
                     got = cast(int, self._obj.read(len(buf) - n, view[n:]))
                 except ssl.SSLWantReadError:
                     break
-                if not got:  # close_notify from the peer
+                except ssl.SSLZeroReturnError:  # close_notify, said the other way
+                    got = 0
+                if not got:  # close_notify from the peer: keep what came before it
                     self._answer_close()
                     break
                 n += got
