@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from zonegate.runtime.units import UnitError, parse_ms, parse_size
+from zonegate.runtime.units import UnitError, at_least, parse_ms, parse_size
 
 KAFKA_MAX_INT = 2_147_483_647
 # socket.request.max.bytes's default, and queued.max.request.bytes's here (docs/qos.md).
@@ -70,22 +70,6 @@ def env_name(flag: str) -> str:
 
 
 # -- value types: argparse names `__name__` in its messages -----------------------------
-
-
-def at_least(lo: float, kind: type[int] | type[float]) -> Callable[[str], Any]:
-    """A number of `kind`, refused by name when below `lo`."""
-
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {kind.__name__}, got {text!r}") from None
-        if value < lo:
-            raise argparse.ArgumentTypeError(f"must be at least {lo:g}, got {text}")
-        return value
-
-    parse.__name__ = kind.__name__
-    return parse
 
 
 def size_at_least(lo: int) -> Callable[[str], int]:

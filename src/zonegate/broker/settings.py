@@ -27,7 +27,6 @@ from zonegate.broker.setting_types import (
     ON_OFF,
     REQUEST_MAX_BYTES,
     Setting,
-    at_least,
     host_port,
     is_true,
     log_level,
@@ -40,6 +39,7 @@ from zonegate.broker.setting_types import (
     zone,
     zone_cidrs,
 )
+from zonegate.runtime.units import at_least
 
 SETTINGS: tuple[Setting, ...] = (
     *SECURITY_SETTINGS,  # listeners, TLS, SASL: Kafka's own settings

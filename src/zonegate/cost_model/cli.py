@@ -21,21 +21,6 @@ from zonegate.cost_model.whatif import (
 from zonegate.runtime import units
 
 
-def _at_least(lo: float, kind: type[int] | type[float]) -> Any:
-    """A number of `kind` from `lo` up: argparse then names the flag that is wrong."""
-
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if value < lo:
-            raise argparse.ArgumentTypeError(f"must be at least {lo:g}, got {text}")
-        return value
-
-    return parse
-
-
 def _positive_ms(text: str) -> float:
     try:
         value = units.parse_ms(text)
@@ -67,35 +52,35 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--ingress-mib-s",
         metavar="MIB_S",
-        type=_at_least(0, float),
+        type=units.at_least(0, float),
         required=True,
         help="produce throughput in MiB/s (required)",
     )
     p.add_argument(
         "--fanout",
         metavar="N",
-        type=_at_least(0, float),
+        type=units.at_least(0, float),
         default=1.0,
         help="consumer groups reading everything produced (default 1)",
     )
     p.add_argument(
         "--zones",
         metavar="N",
-        type=_at_least(1, int),
+        type=units.at_least(1, int),
         default=3,
         help="availability zones the cluster and its clients spread over (default 3)",
     )
     p.add_argument(
         "--retention-hours",
         metavar="HOURS",
-        type=_at_least(0, float),
+        type=units.at_least(0, float),
         default=72.0,
         help="how long data is kept (default 72)",
     )
     p.add_argument(
         "--partitions",
         metavar="N",
-        type=_at_least(1, int),
+        type=units.at_least(1, int),
         default=100,
         help="partitions over all topics; sets how many stream objects compaction writes "
         "(default 100)",
@@ -134,14 +119,14 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--nodes-per-zone",
         metavar="N",
-        type=_at_least(1, int),
+        type=units.at_least(1, int),
         default=1,
         help="broker nodes in each zone, each writing its own WAL objects (default 1)",
     )
     p.add_argument(
         "--days",
         metavar="DAYS",
-        type=_at_least(1e-9, float),
+        type=units.at_least(1e-9, float),
         default=30.0,
         help="period priced (default 30)",
     )
