@@ -132,7 +132,7 @@ class Node:
             node_id=config.node_id,
         )
         self.led = LedPartitions(self.catalog, config.node_id)
-        self.local_leader = LeaderService(self.meta, clock, self.led.segmenting)
+        self.local_leader = LeaderService(self.meta, clock, self.led.segmenting, self._leads)
         self.catalog.listeners.append(
             forget_moved(self.local_leader, config.node_id, self.catalog.by_stream)
         )
@@ -356,6 +356,11 @@ class Node:
     # -- wiring -------------------------------------------------------------
     def _place(self, count: int, current: list[int]) -> list[int]:
         return place(count, self.membership.live_nodes(), current)
+
+    def _leads(self, stream_id: int) -> int | None:
+        """The epoch at which the catalog says this node leads the stream, else None."""
+        p = self.catalog.by_stream(stream_id)
+        return p.leader_epoch if p is not None and p.leader_node == self.config.node_id else None
 
     async def refresh_catalog(self) -> None:
         await self.membership.renew()
