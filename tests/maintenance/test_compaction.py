@@ -354,3 +354,22 @@ def test_a_slow_partition_keeps_few_objects(tmp_path: Path) -> None:
         await rig.meta.close()
 
     asyncio.run(run())
+
+
+def test_a_full_run_reads_no_index_for_merging() -> None:
+    """`may_merge` tells without I/O that no earlier object fits beside a full run, the
+    same answer `merge_previous` would give for any object below it."""
+    from zonegate.maintenance.compaction import may_merge
+    from zonegate.storage.cleaner import CleanerConfig
+
+    settings = CompactionSettings(stream_object_bytes=1_000, max_delay_ms=60_000)
+    target = Target(1, _SEG, 1 << 30)
+    full = [_e(20, 10, 1_000, 3_000)]
+    assert not may_merge(full, target, settings)
+    assert not merge_previous([_s(0, 20, 1, 1_000)], full, target, settings)
+    assert may_merge([_e(20, 10, 999, 3_000)], target, settings)
+    assert not may_merge([_e(20, 10, 10, 3_000)], Target(1, _SEG, 10), settings)
+    assert not may_merge(
+        [_e(20, 10, 10, 3_000)], Target(1, _SEG, 1 << 30, CleanerConfig()), settings
+    )
+    assert not may_merge([_e(20, 10, 10, 3_000)], target, CompactionSettings(merge=False))

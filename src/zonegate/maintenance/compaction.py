@@ -126,6 +126,22 @@ def object_window_ms(target: Target) -> int:
     return seg * max(1, target.retention_ms // RETENTION_SHARE // seg)
 
 
+def object_limit(target: Target, settings: CompactionSettings) -> int:
+    """The most bytes one stream object of the partition holds."""
+    return max(1, min(settings.stream_object_bytes, target.segment_bytes))
+
+
+def may_merge(run: Sequence[IndexEntry], target: Target, settings: CompactionSettings) -> bool:
+    """Whether any earlier stream object could join `run` (`merge_previous`), told
+    without I/O: a full run (every object compaction writes at speed) leaves no room,
+    so the index is not read for it."""
+    return (
+        settings.merge
+        and target.cleaning is None
+        and sum(e.length for e in run) < object_limit(target, settings)
+    )
+
+
 def _window_of(e: IndexEntry, span: int) -> int:
     return (e.append_ms or e.max_timestamp) // span if span else 0
 
@@ -157,7 +173,7 @@ def merge_previous(
         return False
     size = sum(e.length for e in previous)
     have = sum(e.length for e in above)
-    limit = max(1, min(settings.stream_object_bytes, target.segment_bytes))
+    limit = object_limit(target, settings)
     if size > have or size + have > limit:
         return False
     window = object_window_ms(target)
@@ -180,7 +196,7 @@ def plan(
     `kept_bytes`: the bytes it keeps."""
     if not tail:
         return []
-    size_limit = max(1, min(settings.stream_object_bytes, target.segment_bytes))
+    size_limit = object_limit(target, settings)
     delay = target.segment_ms
     held = target.cleaning is None  # a compacted topic's cleaning waits for its ranges
     if held:
@@ -303,7 +319,9 @@ class Compactor:
         kept = sum(s.bytes for s in head)
         runs = plan(tail, now_ms, target, self._settings, head_ms, kept)
         merged = (0, 0)  # earlier stream objects the first run starts with, their bytes
-        for _ in range(MERGE_MAX_OBJECTS if runs and target.cleaning is None else 0):
+        for _ in range(
+            MERGE_MAX_OBJECTS if runs and may_merge(runs[0], target, self._settings) else 0
+        ):
             below = await self._changes.last_object_before(target.stream_id, runs[0][0].base_offset)
             if not merge_previous(below, runs[0], target, self._settings):
                 break
