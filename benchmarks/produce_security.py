@@ -7,13 +7,17 @@ the SCRAM user is created with AlterUserScramCredentials, as an operator would. 
 `--security-rounds` rounds, each measuring SASL_SSL then plaintext with produce.py's
 throughput phase (confluent-kafka, 1 KiB records, acks=all, idempotent), each on a
 topic of its own; the median round of each is reported, so that a stall of the shared
-machine lands on both sides alike. The last line is exactly
+machine lands on both sides alike. Each round also reports the CPU seconds per GiB
+produced of the node and of the client (this process: Python and librdkafka's
+threads), and a line before the last compares their medians: on a busy machine those
+hold when the throughput does not. The last line is exactly
 `produce MB/s over SASL_SSL: X, plaintext Y, ratio R`.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 from collections.abc import Callable
@@ -25,6 +29,12 @@ USER, PASSWORD = "bench", "bench-secret"
 Producer = Callable[[dict[str, Any], str, int, int], dict[str, float]]
 
 
+def _own_cpu_s() -> float:
+    """CPU seconds this process (the client: Python and librdkafka's threads) has used."""
+    t = os.times()
+    return t.user + t.system
+
+
 def run(args: argparse.Namespace, run_producer: Producer) -> None:
     from confluent_kafka.admin import (
         AdminClient,
@@ -34,6 +44,7 @@ def run(args: argparse.Namespace, run_producer: Producer) -> None:
         UserScramCredentialUpsertion,
     )
 
+    from benchmarks.produce import _cpu_s
     from tests.security.certs import TestPki
     from tests.security.client_configs import Login, confluent
     from tests.security.secure_node import SecureNode, security_properties
@@ -63,21 +74,40 @@ def run(args: argparse.Namespace, run_producer: Producer) -> None:
             )
             sides = {"SASL_SSL": secure, "plaintext": plain}
             results: dict[str, list[float]] = {name: [] for name in sides}
+            # CPU seconds per GiB produced, (node, client) per round: on a shared machine
+            # throughput follows the other jobs, CPU time per byte much less.
+            cpu: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
+            gib = args.records * 1024 / 2**30
+            assert node.proc is not None
             for i in range(args.security_rounds):
                 for name, conf in sides.items():
                     topic = f"bench-{name.lower()}-{i}"
                     admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
+                    node0, client0 = _cpu_s(node.proc.pid), _own_cpu_s()
                     r = run_producer(conf, topic, args.records, args.partitions)
+                    node_cpu = (_cpu_s(node.proc.pid) - node0) / gib
+                    client_cpu = (_own_cpu_s() - client0) / gib
                     results[name].append(r["mb_s"])
+                    cpu[name].append((node_cpu, client_cpu))
                     print(
                         f"round {i + 1}: {name:9s} {r['mb_s']:8.1f} MB/s ({args.records} x 1024 B"
                         f" in {r['seconds']:.1f} s; p50 {r['p50_ms']:.1f} ms p99"
-                        f" {r['p99_ms']:.1f} ms at full speed)",
+                        f" {r['p99_ms']:.1f} ms at full speed; CPU s/GiB: node {node_cpu:.2f},"
+                        f" client {client_cpu:.2f})",
                         flush=True,
                     )
             del admin
         finally:
             node.stop()
+    # When the node and its client share a machine's cores, the throughput they reach
+    # together is that of their CPU time per byte: compare the sums too.
+    med = {name: [statistics.median(c[k] for c in cpu[name]) for k in (0, 1)] for name in cpu}
+    (sn, sc), (pn, pc) = med["SASL_SSL"], med["plaintext"]
+    print(
+        f"CPU s/GiB (medians): SASL_SSL node {sn:.2f} + client {sc:.2f}, plaintext node "
+        f"{pn:.2f} + client {pc:.2f}; node ratio {pn / sn:.2f}, node+client ratio "
+        f"{(pn + pc) / (sn + sc):.2f}"
+    )
     secured = statistics.median(results["SASL_SSL"])
     plaintext = statistics.median(results["plaintext"])
     print(

@@ -18,9 +18,12 @@ it cost are read from the node's /metrics:
 Then the S3 requests of the whole run, from the usage records the node wrote
 (by purpose, priced at S3 Standard's request prices), against what the cost
 model (cost_model/s3_requests.py) predicts from the run's workload: bytes
-produced per partition, produce time, the node's mean WAL upload time (group
-commit seals one object per upload), the producer's batch size (librdkafka's
-batch.size, 1,000,000), the node's settings and the reads made.
+produced per partition, produce time, the producer's batch size (librdkafka's
+batch.size, 1,000,000: one batch per ProduceRequest here) and its in-flight
+window (5 requests, idempotent, and measured here at most one per partition),
+the node's settings and the reads made. The
+producer sends as fast as it is acknowledged, so its window, not the PUT time,
+sets the WAL objects' size (docs/cost-model.md, "WAL objects").
 
 The line before last is exactly
 `catch-up GETs per MiB: zonegate X (before compaction Y), read MB/s Z`, X and Z
@@ -28,6 +31,10 @@ after compaction. Target (issue 15): X <= 0.125 (one GET per 8 MiB), Z at
 least the produce MB/s. The last line is exactly
 `s3 request cost: model X USD, from usage records Y USD, ratio R` (R = X / Y;
 target, issue 29: 0.9 <= R <= 1.1).
+
+First (unless `--no-slow-writes`), a day of slow writes on an injected clock
+(benchmarks/slow_writes.py): the stream objects and index rows a slowly written
+partition keeps with small objects merged and without.
 
     python benchmarks/storage.py [--partition-mib 24] [--partitions 8]
 """
@@ -46,12 +53,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks import slow_writes  # noqa: E402
 from tests.node_harness import RunningNode, free_port_block, start_node  # noqa: E402
 from tests.s3_server import FAKE_AWS_ENV, MotoS3Server  # noqa: E402
 from zonegate.cost_model import price_table  # noqa: E402
 from zonegate.cost_model.s3_requests import (  # noqa: E402
     ByPurpose,
     Requests,
+    WalSealing,
     range_gets,
     stream_object_puts,
     stream_reads,
@@ -67,6 +76,12 @@ COMPACTING = ["--compaction-interval-ms", "500", "--compaction-max-delay-ms", "1
 SEAL_BYTES = 8 * MIB
 STREAM_OBJECT_BYTES = 16 * MIB
 PRODUCER_BATCH_BYTES = 1_000_000  # librdkafka's batch.size
+# librdkafka's own limit for an idempotent producer, stated so the model's input is
+# visible here: requests it keeps unacknowledged on its one connection. Measured
+# here, it also keeps at most one per partition (one request a batch): 2 partitions
+# seal objects of 1 request, 4 of 2, 8 and 16 of 2.4 (docs/cost-model.md, "WAL
+# objects"; librdkafka's own per-partition limit is 5, the cause is not traced).
+PRODUCER_IN_FLIGHT = 5
 PROBE_INTERVAL_S = 5.0  # broker/node.py: the object store's health probe
 READ_PARTITIONS = 2
 
@@ -102,7 +117,14 @@ def produce(bootstrap: str, partitions: int, per_partition: int) -> tuple[float,
     """Writes `per_partition` bytes of 1 KiB records into each partition: (MB/s, s)."""
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 5,
+            "enable.idempotence": True,
+            "max.in.flight.requests.per.connection": PRODUCER_IN_FLIGHT,
+        }
+    )
     payload = os.urandom(1024)
     count = per_partition // len(payload)
     start = time.monotonic()
@@ -194,9 +216,17 @@ def predicted_requests(run: Run) -> ByPurpose:
     """What the cost model says this run's node asked of S3, by purpose."""
     out = ByPurpose()
     total = run.partition_bytes * run.partitions
-    wal = wal_objects(
-        total, run.produce_s, nodes=1, seal_bytes=SEAL_BYTES, seal_age_s=0.25, upload_s=run.upload_s
+    # The producer fills its batches (it writes faster than the node acknowledges),
+    # one batch per request: a partition's data is this many requests.
+    requests = run.partitions * math.ceil(run.partition_bytes / PRODUCER_BATCH_BYTES)
+    sealing = WalSealing(
+        seal_bytes=SEAL_BYTES,
+        seal_age_s=0.25,
+        put_s=run.upload_s,
+        request_bytes=total / requests,
+        window_requests=min(PRODUCER_IN_FLIGHT, run.partitions),
     )
+    wal = wal_objects(total, run.produce_s, nodes=1, sealing=sealing)
     out.add("wal", Requests(puts=wal))
     per_partition = range_gets(run.partition_bytes, PRODUCER_BATCH_BYTES, wal)
     # Two partitions read cold from the WAL objects, then all of them compacted into
@@ -212,12 +242,13 @@ def predicted_requests(run: Run) -> ByPurpose:
     out.add("catch_up_read", Requests(gets=READ_PARTITIONS * stream_reads(run.partition_bytes)))
     # Each start PUTs the health probe's object, then GETs a byte of it every 5 s;
     # a usage object's own PUT is counted by the next flush (every 60 s), and GC
-    # LISTs the WAL, stream and usage prefixes every 60 s.
+    # LISTs the WAL, stream and usage prefixes every 60 s, and once more as soon as
+    # compaction has rewritten data (maintenance/jobs.py wakes it).
     probes = sum(math.floor(s / PROBE_INTERVAL_S) for s in run.lives)
     out.add("housekeeping", Requests(puts=len(run.lives), gets=probes))
     minutes = sum(math.floor(s / 60) for s in run.lives)
     out.add("usage_records", Requests(puts=minutes))
-    out.add("gc", Requests(lists=3 * minutes))
+    out.add("gc", Requests(lists=3 * (minutes + 1)))
     return out
 
 
@@ -237,7 +268,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--partition-mib", type=float, default=24.0)
     parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument(
+        "--no-slow-writes",
+        action="store_true",
+        help="leave out the day of slow writes on an injected clock (benchmarks/slow_writes.py)",
+    )
     args = parser.parse_args()
+    if not args.no_slow_writes:
+        # Objects and index rows a slowly written partition keeps, merged and not (issue 31).
+        print(slow_writes.summary())
     os.environ.update(FAKE_AWS_ENV)  # for reading the usage records from moto
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -266,16 +305,22 @@ def main() -> None:
                 node.bootstrap, args.partitions, int(args.partition_mib * MIB)
             )
             # The workload as the node saw it: the bytes it wrote to WAL objects, and
-            # how long one upload took (group commit seals an object per upload).
+            # how long one upload took (shown beside the objects it sealed).
             wal_bytes = metric(
                 http, "zonegate_object_store_class_bytes_total", op="put", io_class="produce"
             )
             upload_s = metric(http, "zonegate_object_store_latency_seconds_sum", op="put") / max(
                 metric(http, "zonegate_object_store_latency_seconds_count", op="put"), 1
             )
+            wal_puts = metric(
+                http, "zonegate_object_store_class_requests_total", op="put", io_class="produce"
+            )
             print(
                 f"produce: {args.partitions} partitions x {args.partition_mib:.0f} MiB at "
-                f"{produce_mbs:.1f} MB/s"
+                f"{produce_mbs:.1f} MB/s; {wal_puts:.0f} WAL objects of "
+                f"{wal_bytes / max(wal_puts, 1) / MIB:.2f} MiB, one every "
+                f"{produce_s / max(wal_puts, 1) * 1000:.1f} ms, mean PUT {upload_s * 1000:.1f} ms; "
+                f"load average {os.getloadavg()[0]:.2f}"
             )
             lives.restart(node)  # cold caches
             before, before_mbs = measured_read(node, http, "before compaction")

@@ -49,6 +49,9 @@ WANTED: list[tuple[str, int, range]] = [
     ("OffsetForLeaderEpoch", 23, range(0, 2)),
     ("DescribeConfigs", 32, range(0, 1)),
     ("DescribeLogDirs", 35, range(0, 1)),
+    ("DescribeAcls", 29, range(0, 1)),  # v0: LITERAL patterns only, no pattern type
+    ("CreateAcls", 30, range(0, 1)),
+    ("DeleteAcls", 31, range(0, 1)),
 ]
 
 _PLAIN = {  # Kafka type -> (Python type, kafka_type metadata, import)

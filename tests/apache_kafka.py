@@ -33,17 +33,6 @@ _JVM_OPTS: tuple[str, ...] = (
     "-Djava.awt.headless=true",
 )
 
-_LOG4J2 = """\
-status = error
-appender.file.type = File
-appender.file.name = FILE
-appender.file.fileName = {log}
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = info
-rootLogger.appenderRef.file.ref = FILE
-"""
-
 
 def _cluster_id() -> str:
     """A Kafka Uuid as its tools print one: 16 random bytes, URL-safe base64, no padding."""
@@ -55,8 +44,9 @@ class ApacheKafkaBroker:
 
     node_id = 1
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, extra: dict[str, str] | None = None) -> None:
         self.root = root
+        self.extra = dict(extra or {})  # more server.properties lines (an authorizer)
         self.cluster_id = _cluster_id()
         self.port = 0
         self.controller_port = 0
@@ -99,9 +89,9 @@ class ApacheKafkaBroker:
             "log.cleaner.threads": "1",
             "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
         }
+        settings.update(self.extra)
         path = self.root / "server.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-        (self.root / "log4j2.properties").write_text(_LOG4J2.format(log=self.log_path))
         return path
 
     def start(self, timeout: float = 90) -> ApacheKafkaBroker:
@@ -112,7 +102,7 @@ class ApacheKafkaBroker:
             ["format", "--cluster-id", self.cluster_id, "--config", str(config)],
             check=True,
         )
-        log4j = f"-Dlog4j2.configurationFile={self.root / 'log4j2.properties'}"
+        log4j = java_peer.log4j2_option(self.root, self.log_path)
         self.proc = subprocess.Popen(
             java_peer.java_command(
                 java_peer.TOOLS["kafka-server-start"], [str(config)], (*_JVM_OPTS, log4j)

@@ -31,19 +31,6 @@ _JVM_OPTS: tuple[str, ...] = (
     "-Djava.awt.headless=true",
 )
 
-_LOG4J2 = """\
-status = error
-appender.file.type = File
-appender.file.name = FILE
-appender.file.fileName = {log}
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = info
-rootLogger.appenderRef.file.ref = FILE
-logger.kafka.name = org.apache.kafka.clients
-logger.kafka.level = warn
-"""
-
 
 class ConnectWorker:
     """One worker of the Connect cluster `group_id`; `start()` returns once its REST API
@@ -100,8 +87,7 @@ class ConnectWorker:
             self.port = free_port_block(1)
         config = self.root / "worker.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in self.settings().items()))
-        (self.root / "log4j2.properties").write_text(_LOG4J2.format(log=self.log_path))
-        log4j = f"-Dlog4j2.configurationFile={self.root / 'log4j2.properties'}"
+        log4j = java_peer.log4j2_option(self.root, self.log_path, ("org.apache.kafka.clients",))
         with open(self.log_path, "a") as log:
             log.write(f"--- start {self.starts} ---\n")
         self.proc = subprocess.Popen(

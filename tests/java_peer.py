@@ -114,6 +114,29 @@ def _jar_entries(paths: tuple[Path, ...]) -> frozenset[str]:
     return frozenset(names)
 
 
+_LOG4J2 = """\
+status = error
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = FILE
+"""
+
+
+def log4j2_option(root: Path, log: Path, quiet: Sequence[str] = ()) -> str:
+    """Writes `root/log4j2.properties` (INFO and up to `log`; the loggers named in `quiet`
+    at WARN) and returns the JVM option that uses it."""
+    path = root / "log4j2.properties"
+    text = _LOG4J2.format(log=log)
+    for i, name in enumerate(quiet):
+        text += f"logger.quiet{i}.name = {name}\nlogger.quiet{i}.level = warn\n"
+    path.write_text(text)
+    return f"-Dlog4j2.configurationFile={path}"
+
+
 def java_command(
     main_class: str, args: Iterable[str] = (), jvm_opts: Sequence[str] = TOOL_JVM_OPTS
 ) -> list[str]:

@@ -110,7 +110,9 @@ def port_map(codes: list[str]) -> dict[int, int]:
     mapping: dict[int, int] = {}
     for g in groups:
         for _ in range(200):
-            base = random.randrange(20_000, 60_000)
+            # Below Linux's ephemeral range (32768-60999): a client's outgoing port cannot
+            # take one between this check and the node's bind.
+            base = random.randrange(20_000, 32_000)
             moved = {p: base + p - g[0] for p in range(g[0], g[-1] + 1)}
             if all(_free(q) for q in moved.values()) and not set(moved.values()) & set(
                 mapping.values()
@@ -281,9 +283,14 @@ def test_every_readme_command_runs_in_order(readme_dir: Path, transcript: IO[str
                 raise AssertionError(f"{where} failed ({status}):\n{step.code}\n{output}\n{logs}")
             assert "Traceback" not in output, f"{where}:\n{output}"
     finally:
+        # The whole process group, even when its leader has ended: nodes a failed step
+        # started with `&` in the session outlive the `set -e` shell that exits.
         for proc in (background, session):
-            if proc is not None and proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
+            if proc is not None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
                 proc.wait(10)
     assert (readme_dir / "report" / "dashboard.html").exists()
     assert list((readme_dir / "zonegate-data" / "objects" / "usage").rglob("*.parquet"))

@@ -105,6 +105,7 @@ def _fact(
         topic=topic,
         client_id=client_id,
         s3_purpose="",
+        principal="",
         records=1,
         stored_byte_seconds=0.0,
         **sums,

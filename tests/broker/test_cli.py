@@ -254,3 +254,24 @@ def test_a_port_taken_after_the_checks_still_stops_cleanly(tmp_path: Path) -> No
             assert not others, others  # node 1 was stopped, nothing left running
 
         asyncio.run(start())
+
+
+@pytest.mark.integration
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> None:
+    """`zonegate cost --json | head -1`: the pipe's reader is gone before the output is
+    written; the command stops with the status of a tool killed by SIGPIPE, no traceback."""
+    read, write = os.pipe()
+    os.close(read)  # every write to `write` now fails with EPIPE
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "zonegate", "cost", "--ingress-mib-s", "10", "--json"],
+            cwd=tmp_path,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write)
+    assert done.stderr == ""
+    assert done.returncode == 141

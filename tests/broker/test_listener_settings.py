@@ -152,8 +152,15 @@ def test_flags_and_environment_set_them_too(tmp_path: Path) -> None:
     [
         ("listeners=SSL://:9093\nssl.keystore.location=/k.jks\n", "ssl.keystore.type=JKS"),
         (
+            # PKCS12 is read (proxy/keystores.py); Kafka wants its password
             "listeners=SSL://:9093\nssl.keystore.type=PKCS12\nssl.keystore.location=/k.p12\n",
-            "ssl.keystore.type=PKCS12",
+            "SSL key store is specified, but key store password is not specified.",
+        ),
+        (
+            "listeners=SSL://:9093\nssl.keystore.type=PKCS12\nssl.keystore.location=/k.p12\n"
+            "ssl.keystore.password=secret\nssl.truststore.location=/t.jks\n",
+            "ssl.truststore.type=JKS: Java's own keystore format is not read (no well-kept "
+            "Python library reads it): convert it with keytool",
         ),
         ("listeners=SSL://:9093\nssl.keystore.type=PEM\n", "ssl.keystore.location"),
         ("listeners=CLIENT://:9093\n", "listener.security.protocol.map"),

@@ -13,6 +13,7 @@ from zonegate.broker.config import NodeConfig
 from zonegate.broker.config_file import resolve
 from zonegate.broker.serve_cli import config_from_args
 from zonegate.broker.settings import SETTINGS, field_default
+from zonegate.broker.startup import StartupError
 
 pytestmark = pytest.mark.unit
 
@@ -45,6 +46,22 @@ def test_other_nodes_dial_a_wildcard_rpc_listener_at_the_advertised_host() -> No
     pod = NodeConfig(Path("d"), host="0.0.0.0", advertised_host="10.0.1.7")
     assert pod.rpc_reachable_host == "10.0.1.7"
     assert dataclasses.replace(pod, rpc_host="10.0.1.8").rpc_reachable_host == "10.0.1.8"
+
+
+def test_an_rpc_dial_map_is_parsed_and_a_bad_item_named() -> None:
+    args = build_parser().parse_args(
+        ["node", "--rpc-dial-map", "10.0.2.7:9093=127.0.0.1:19093, 10.0.3.7:9093=h:1"]
+    )
+    resolve(args, args.settings, {})
+    assert config_from_args(args).rpc_dial_map == (
+        ("10.0.2.7:9093", "127.0.0.1:19093"),
+        ("10.0.3.7:9093", "h:1"),
+    )
+    for bad in ("10.0.2.7:9093", "10.0.2.7=h:1", "10.0.2.7:9093=h"):
+        args = build_parser().parse_args(["node", "--rpc-dial-map", bad])
+        resolve(args, args.settings, {})
+        with pytest.raises(StartupError, match="--rpc-dial-map item"):
+            config_from_args(args)
 
 
 def test_sizes_and_durations_take_units_on_every_command() -> None:

@@ -89,6 +89,8 @@ def test_cli_cost_bad_input(
         (["--fanout", "-1"], "argument --fanout: must be at least 0, got -1"),
         (["--wal-seal-age-ms", "0"], "argument --wal-seal-age-ms: must be more than 0 ms"),
         (["--wal-seal-size", "8 parsecs"], "argument --wal-seal-size: expected a size"),
+        (["--wal-put-ms", "0"], "argument --wal-put-ms: must be more than 0 ms"),
+        (["--wal-seal-when-idle", "maybe"], "argument --wal-seal-when-idle: invalid choice"),
     ],
 )
 def test_cli_cost_names_the_wrong_value(
@@ -110,3 +112,26 @@ def test_cli_cost_one_zone_moves_nothing_across_zones(capsys: pytest.CaptureFixt
     )
     assert main(["cost", "--ingress-mib-s", "10", "--zones", "1"]) == 0
     assert "one zone (no cross-zone traffic)" in capsys.readouterr().out.splitlines()[0]
+
+
+def test_cli_cost_wal_put_time_and_group_commit(capsys: pytest.CaptureFixture[str]) -> None:
+    def wal_usd(*args: str) -> float:
+        assert main(["cost", "--ingress-mib-s", "140", "--days", "1", "--json", *args]) == 0
+        by_purpose = json.loads(capsys.readouterr().out)["zonegate_s3_request_usd_by_purpose"]
+        return float(by_purpose["wal"])
+
+    # 3 nodes, 46.7 MiB/s each: an object per 100 ms upload cycle (the default),
+    # twice as many at 50 ms, and 8 MiB objects (5.8/s a node) without group commit.
+    assert wal_usd() == pytest.approx(30 * 86_400 * 0.005 / 1000)
+    assert wal_usd("--wal-put-ms", "50") == pytest.approx(60 * 86_400 * 0.005 / 1000)
+    assert wal_usd("--wal-seal-when-idle", "false") == pytest.approx(
+        140 / 8 * 86_400 * 0.005 / 1000
+    )
+    # The table says what it assumed.
+    assert main(["cost", "--ingress-mib-s", "140"]) == 0
+    assert (
+        "zonegate's WAL: 10 objects/s per node of 4.67 MiB (group commit, 100 ms upload cycle;"
+        in capsys.readouterr().out
+    )
+    assert main(["cost", "--ingress-mib-s", "140", "--wal-seal-when-idle", "false"]) == 0
+    assert "5.83 objects/s per node of 8 MiB (no group commit;" in capsys.readouterr().out

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests import java_peer
+from tests.e2e.conftest import NodeFactory
 from tests.node_harness import RunningNode
 
 pytestmark = pytest.mark.e2e
@@ -231,3 +232,34 @@ def test_only_the_known_gap_counts_as_one() -> None:
         "| 0081_admin                               |     PASSED |   1.207s |\n",
     )
     assert_passed(passed, "0081_admin", ["do_test_AlterConfigs"])
+
+
+@pytest.mark.parametrize("subtest", ["do_test_DescribeTopics", "do_test_DescribeCluster"])
+def test_0081_authorized_operations(
+    session_node: RunningNode, tmp_path: Path, subtest: str
+) -> None:
+    """DescribeTopics and DescribeCluster, also with authorized operations asked: with no
+    authorizer every operation (8 for a topic, 7 for the cluster), as Kafka answers."""
+    result = run_suite(session_node, tmp_path, "0081", subtest)
+    assert_passed(result, "0081_admin", [subtest])
+
+
+@pytest.mark.parametrize(
+    "subtest", ["do_test_CreateAcls", "do_test_DescribeAcls", "do_test_DeleteAcls"]
+)
+def test_0081_acls(node_factory: NodeFactory, tmp_path: Path, subtest: str) -> None:
+    """CreateAcls, DescribeAcls and DeleteAcls (each at two request versions) against a
+    node with Kafka's authorizer on; the runner connects without authentication, so its
+    principal, User:ANONYMOUS, is the super user."""
+    node = node_factory(
+        [
+            "--zones",
+            "zone-a",
+            "--authorizer-class-name",
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "--super-users",
+            "User:ANONYMOUS",
+        ]
+    )
+    result = run_suite(node, tmp_path, "0081", subtest)
+    assert_passed(result, "0081_admin", [subtest])

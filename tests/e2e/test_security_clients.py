@@ -22,6 +22,7 @@ import socket
 import ssl
 import struct
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,9 +183,14 @@ def test_bad_login_is_refused(secured: Secured, client: str, case: str) -> None:
     seen = refusal(client, login)
     if client == "aiokafka" and BAD[case][0] == "OAUTHBEARER":
         # aiokafka does not answer the server's OAUTHBEARER error challenge with the %x01
-        # that Kafka's protocol asks for; it sends its next request instead, and the node
-        # (as Kafka) closes the connection unauthenticated: refused, without the message.
-        assert "closed" in seen, seen
+        # that Kafka's protocol asks for; it sends its Metadata request instead, which the
+        # node (as Kafka's handleSaslToken) answers with ILLEGAL_SASL_STATE and no broker,
+        # then closes. aiokafka takes that answer for a start, and gets nothing after it.
+        assert seen.startswith("started, then refused"), seen
+        assert (
+            "Unexpected Kafka request of type METADATA during SASL authentication"
+            in secured.node.log_text()
+        )
         return
     # Each client reports the node's SASL_AUTHENTICATION_FAILED with Kafka's message.
     assert KAFKA_MESSAGES[BAD[case][0]] in seen, seen
@@ -237,8 +243,9 @@ def test_the_node_answers_sasl_authentication_failed_with_kafkas_message(
 def test_before_authentication_only_api_versions_and_handshake_are_served(
     secured: Secured,
 ) -> None:
-    """A Metadata request on the SASL_SSL listener before authenticating closes the
-    connection (Kafka's SaslServerAuthenticator): nothing is served unauthenticated."""
+    """A Metadata request on the SASL_SSL listener before SaslHandshake closes the
+    connection unanswered (Kafka's SaslServerAuthenticator.handleKafkaRequest fails
+    before building any answer): nothing is served unauthenticated."""
     from kio.schema.metadata.v12.request import MetadataRequest
 
     conn = _tls_raw(secured, "SASL_SSL")
@@ -257,6 +264,51 @@ def test_before_authentication_only_api_versions_and_handshake_are_served(
         assert conn.is_closed_by_peer()
     finally:
         conn.close()
+
+
+def test_a_request_between_handshake_and_authenticate_gets_illegal_sasl_state(
+    secured: Secured,
+) -> None:
+    """Kafka's SaslServerAuthenticator.handleSaslToken: a request other than
+    SaslAuthenticate after SaslHandshake is answered with its API's error response,
+    ILLEGAL_SASL_STATE (34) per topic asked for Metadata, after
+    connection.failed.authentication.delay.ms, and the connection closed. The node
+    goes on serving others."""
+    from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+    from kio.schema.metadata.v12.response import MetadataResponse
+
+    from zonegate.proxy.codec import decode_response
+
+    conn = _tls_raw(secured, "SASL_SSL")
+    try:
+        shake = conn.request(SaslHandshakeRequest(mechanism="PLAIN"))
+        assert shake.error_code == 0
+        started = time.monotonic()
+        conn.sock.sendall(
+            encode_request(
+                9,
+                "raw",
+                MetadataRequest(
+                    topics=(MetadataRequestTopic(topic_id=uuid.UUID(int=0), name="orders"),),  # type: ignore[arg-type]
+                    allow_auto_topic_creation=False,
+                    include_topic_authorized_operations=False,
+                ),
+            )
+        )
+        cid, answer = decode_response(conn.read_frame(), MetadataResponse)
+        assert time.monotonic() - started >= 0.09  # the failed-authentication delay
+        assert cid == 9
+        assert [(t.name, t.error_code.value) for t in answer.topics] == [("orders", 34)]
+        assert answer.brokers == ()  # nothing about the cluster before a login
+        assert conn.is_closed_by_peer()
+    finally:
+        conn.close()
+    # the node is up and serves a new connection
+    fresh = _tls_raw(secured, "SASL_SSL")
+    try:
+        assert fresh.request(SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
+    finally:
+        fresh.close()
 
 
 # -- the wrong protocol on a port ---------------------------------------------------

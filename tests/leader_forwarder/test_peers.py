@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from zonegate.leader_forwarder.peers import LeaderPeers
+from zonegate.leader_forwarder.peers import LeaderPeers, dial_address
 from zonegate.metastore.models import NodeRecord
 from zonegate.usage.accounting import FORWARD_RPC, Accounting, Counts, TrafficKey
 
@@ -41,6 +41,22 @@ def test_one_client_per_node_made_again_when_the_node_moves() -> None:
         second = peers.client(2)
         assert second is not None and second is not first
         assert second.target == "10.0.0.2:9301"
+        await peers.close()
+
+    asyncio.run(run())
+
+
+def test_a_node_in_the_dial_map_is_dialled_at_the_mapped_address() -> None:
+    async def run() -> None:
+        nodes = Nodes()
+        nodes.records[3] = NodeRecord(3, "zone-c", "h", 9092, "10.0.0.3", 9300)
+        dial = {"10.0.0.2:9300": "127.0.0.1:19300"}
+        peers = LeaderPeers(1, "zone-a", nodes, Accounting(1, "zone-a"), dial)
+        mapped, plain = peers.client(2), peers.client(3)
+        assert mapped is not None and mapped.target == "127.0.0.1:19300"
+        assert plain is not None and plain.target == "10.0.0.3:9300"
+        assert peers.client(2) is mapped  # the mapped target is the node's, not a move
+        assert dial_address(nodes.records[2], dial) == ("127.0.0.1", 19300)
         await peers.close()
 
     asyncio.run(run())

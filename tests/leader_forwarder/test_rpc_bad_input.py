@@ -108,3 +108,39 @@ def test_unknown_streams_and_refused_calls(
             await meta.close()
 
     asyncio.run(run())
+
+
+def test_a_partition_that_moved_away_is_refused_and_its_watch_ends(tmp_path: Path) -> None:
+    """Over the wire: once the node's catalog says another node leads a partition, its
+    reads are answered NOT_LEADER_OR_FOLLOWER (the client raises LeaderUnavailable, so
+    the caller's directory re-resolves the leader) and a watch of it ends (waking its
+    waiter) instead of loading the other leader's partition here, where it would freeze."""
+
+    async def run() -> None:
+        meta = SqliteMetaStore(str(tmp_path / "m.db"))
+        sid = (await meta.create_topic("t", {}, [1])).partitions[0].stream_id
+        catalog = {sid: 0}  # this node (1) leads the stream at epoch 0
+        leader = LeaderService(meta, leads=catalog.get)
+        server, port = await start_leader_server(leader, "127.0.0.1", 0, token="s3cret")
+        remote = RemoteLeader(f"127.0.0.1:{port}", from_node=7, token="s3cret")
+        try:
+            assert (await remote.append([AppendBatch(sid, 0, "o", 0, 9, 1, 1, -1, -1, -1)]))[
+                0
+            ].base_offset == 0
+            first = await remote.changed(sid)
+            await asyncio.wait_for(first, 10)  # the watch's first event: the current state
+            waiting = await remote.changed(sid)
+            await meta.move_partitions([(sid, 2)])
+            del catalog[sid]  # the catalog refresh, then its listener (moves.py)
+            leader.forget([sid])
+            await asyncio.wait_for(waiting, 10)  # the watch ended: its waiter re-asks
+            with pytest.raises(LeaderUnavailable, match="not led"):
+                await remote.read_index(sid, 0, 100)
+            with pytest.raises(LeaderUnavailable, match="not led"):
+                await remote.offsets(sid)
+        finally:
+            await remote.close()
+            await server.stop(None)
+            await meta.close()
+
+    asyncio.run(run())

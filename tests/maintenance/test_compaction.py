@@ -10,7 +10,7 @@ import pytest
 
 from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.leader_forwarder.messages import ANY_EPOCH, AppendBatch
-from zonegate.maintenance.compaction import CompactionSettings, Compactor, plan
+from zonegate.maintenance.compaction import CompactionSettings, Compactor, merge_previous, plan
 from zonegate.maintenance.targets import Target
 from zonegate.metastore.sqlite import SqliteMetaStore
 from zonegate.records.batch import iter_batches
@@ -269,3 +269,107 @@ def test_plan_leaves_a_short_retention_to_expire_in_the_wal_objects() -> None:
 
     compacted = Target(1, 1_000, 1 << 30, CleanerConfig(), 50_000)
     assert [len(r) for r in plan(tail, now, compacted, settings, now)] == [3, 1]
+
+
+def _s(base: int, n: int, length: int, append_ms: int, key: str = "streams/1/a") -> IndexEntry:
+    return IndexEntry(base, base + n - 1, key, 0, length, 0, append_ms)
+
+
+def test_merge_previous_is_size_tiered_below_the_run_and_inside_its_window() -> None:
+    settings = CompactionSettings(stream_object_bytes=1_000, max_delay_ms=60_000)
+    target = Target(1, _SEG, 1 << 30)
+    previous = [_s(0, 10, 100, 1_000), _s(10, 10, 100, 2_000)]
+    run = [_e(20, 10, 300, 3_000)]
+    assert merge_previous(previous, run, target, settings)
+    # Not directly below, or no object at all.
+    assert not merge_previous(previous, [_e(21, 10, 300, 3_000)], target, settings)
+    assert not merge_previous([], run, target, settings)
+    # Larger than what is merged so far (tiers: objects grow by doubling) ...
+    assert not merge_previous(previous, [_e(20, 10, 199, 3_000)], target, settings)
+    assert merge_previous(previous, [_e(20, 10, 200, 3_000)], target, settings)
+    # ... or the two would not fit in one object.
+    assert not merge_previous(previous, [_e(20, 10, 801, 3_000)], target, settings)
+    # segment.bytes smaller than the object size bounds both.
+    assert not merge_previous(previous, run, Target(1, _SEG, 499), settings)
+    assert not merge_previous(previous, run, target, CompactionSettings(merge=False))
+    # A compacted topic's objects are cleaning's; a cleaned object keeps its mark.
+    from zonegate.storage.cleaner import CleanerConfig
+
+    assert not merge_previous(previous, run, Target(1, _SEG, 1 << 30, CleanerConfig()), settings)
+    marked = [_s(0, 20, 200, 1_000, "streams/1/" + "0" * 20 + "-" + "0" * 18 + "19-0-ab-c")]
+    assert not merge_previous(marked, run, target, settings)
+    # Deleting by time: never across an object window (here 4 s of 1 s segments).
+    timed = Target(1, 1_000, 1 << 30, retention_ms=128_000)
+    assert merge_previous(previous, run, timed, settings)
+    assert not merge_previous(previous, [_e(20, 10, 300, 4_000)], timed, settings)
+    # Deleting by size: the merged object stays under its share of retention.bytes.
+    assert merge_previous(
+        previous, run, Target(1, _SEG, 1 << 30, retention_bytes=32 * 501), settings
+    )
+    assert not merge_previous(
+        previous, run, Target(1, _SEG, 1 << 30, retention_bytes=32 * 500), settings
+    )
+
+
+def test_plan_writes_a_held_tail_by_half_delays_once_its_oldest_waited() -> None:
+    """A delete-only topic's tail waits the delay; then what waited half of it goes too,
+    so a partition written a little at a time gets an object every half delay at most,
+    not one per pass."""
+    settings = CompactionSettings(stream_object_bytes=1 << 20, max_delay_ms=60_000)
+    tail = [_e(i * 10, 10, 100, 10_000 * i) for i in range(7)]  # one entry per 10 s
+    target = Target(1, _SEG, 1 << 30, retention_ms=7 * 86_400_000)
+    assert plan(tail, 59_999, target, settings) == []
+    (run,) = plan(tail, 60_000, target, settings)
+    assert [e.base_offset for e in run] == [0, 10, 20, 30]  # appended 30 s ago or more
+    assert plan(tail[4:], 60_000 + 10_000, target, settings) == []
+
+
+def test_a_slow_partition_keeps_few_objects(tmp_path: Path) -> None:
+    """Each compaction delay writes a little: the partition's stream objects are merged
+    into the next one by size tiers, so it keeps a few objects and rows, not one each
+    time, and each byte is written again a few times at most."""
+
+    async def run() -> None:
+        rig = _Rig(tmp_path, ManualClock())
+        await rig.setup()
+        for _ in range(16):  # 16 delays of 10 batches (about 1 KiB each time)
+            await rig.produce(10)
+            await rig.clock.advance(61.0)
+            await rig.compactor.run_once()
+        stats = rig.compactor.stats
+        assert stats.objects_written == 16 and stats.objects_merged == 15
+        rows = await rig.meta.read_index(rig.sid)
+        assert len({e.object_key for e in rows}) == 1 and len(rows) == 1  # 16 = 2**4
+        assert await rig.values() == [b"v%06d" % i for i in range(800)]
+        # Every WAL byte counted once as compacted; what merges wrote again apart (the
+        # first run's bytes 4 times, log2(16), the last's none: twice on average).
+        assert stats.bytes_compacted == sum(e.length for e in rows)
+        assert stats.bytes_merged == 2 * stats.bytes_compacted  # runs 1..15: 32 in all
+        await rig.produce(10)  # the 17th: an object of its own beside the 16 runs' one
+        await rig.clock.advance(61.0)
+        await rig.compactor.run_once()
+        rows = await rig.meta.read_index(rig.sid)
+        assert len({e.object_key for e in rows}) == 2
+        assert await rig.values() == [b"v%06d" % i for i in range(850)]
+        await rig.meta.close()
+
+    asyncio.run(run())
+
+
+def test_a_full_run_reads_no_index_for_merging() -> None:
+    """`may_merge` tells without I/O that no earlier object fits beside a full run, the
+    same answer `merge_previous` would give for any object below it."""
+    from zonegate.maintenance.compaction import may_merge
+    from zonegate.storage.cleaner import CleanerConfig
+
+    settings = CompactionSettings(stream_object_bytes=1_000, max_delay_ms=60_000)
+    target = Target(1, _SEG, 1 << 30)
+    full = [_e(20, 10, 1_000, 3_000)]
+    assert not may_merge(full, target, settings)
+    assert not merge_previous([_s(0, 20, 1, 1_000)], full, target, settings)
+    assert may_merge([_e(20, 10, 999, 3_000)], target, settings)
+    assert not may_merge([_e(20, 10, 10, 3_000)], Target(1, _SEG, 10), settings)
+    assert not may_merge(
+        [_e(20, 10, 10, 3_000)], Target(1, _SEG, 1 << 30, CleanerConfig()), settings
+    )
+    assert not may_merge([_e(20, 10, 10, 3_000)], target, CompactionSettings(merge=False))

@@ -28,6 +28,8 @@ from zonegate.proxy.codec import (
 from zonegate.proxy.context import ClientInfo, RequestContext
 from zonegate.proxy.handlers import alter_user_scram_credentials, describe_user_scram_credentials
 from zonegate.proxy.registry import REGISTRY
+from zonegate.runtime.clock import SYSTEM_CLOCK
+from zonegate.services.authorizer import AuthorizerService
 from zonegate.services.scram import ScramService
 
 pytestmark = pytest.mark.unit
@@ -36,6 +38,7 @@ pytestmark = pytest.mark.unit
 class _Services:
     def __init__(self, scram: ScramService) -> None:
         self.scram = scram
+        self.authorizer = AuthorizerService(None, SYSTEM_CLOCK, enabled=False)
 
 
 async def _exchange(services: _Services, request: Any) -> Any:

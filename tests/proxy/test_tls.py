@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import threading
 from pathlib import Path
 
 import pytest
 import trustme
 
+from zonegate.proxy import tls
 from zonegate.proxy.tls import (
     RELOAD_CHECK_S,
     ServerContexts,
@@ -85,6 +87,38 @@ def test_a_session_handshakes_and_moves_bytes_both_ways(ca: trustme.CA, tmp_path
         got += client.read(65536)
     assert got == b"pong" * 10000
     assert server.peer_dn() is None  # ssl.client.auth=none: no client certificate
+
+
+@pytest.mark.parametrize("scratch", [None, 5000])
+def test_a_megabyte_in_uneven_pieces_comes_out_whole(
+    ca: trustme.CA, tmp_path: Path, scratch: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records split across receives, several records per receive, then close_notify in
+    the same receive as the last data. scratch=5000: the scratch buffer holds less than
+    a receive's records, so it is filled and emptied several times per receive."""
+    if scratch is not None:
+        monkeypatch.setattr(tls, "_SCRATCH_KEEP", scratch)
+        monkeypatch.setattr(tls, "_scratch_local", threading.local())
+    server = TlsSession(build_context(_server_files(ca, tmp_path)))
+    client, _, outgoing = _handshake(server, _client(ca))
+    sent = bytes(range(256)) * 4096
+    client.write(sent)
+    wire = outgoing.read()
+    got = bytearray()
+    pieces = [7, 20_000, 1, 100_000, 16_405, 300_000]
+    start = 0
+    for size in pieces:
+        app, _ = server.receive(wire[start : start + size])
+        got += app
+        start += size
+    try:
+        client.unwrap()
+    except ssl.SSLWantReadError:
+        pass
+    app, answer = server.receive(wire[start:] + outgoing.read())
+    got += app
+    assert bytes(got) == sent
+    assert server.peer_closed and answer  # our close_notify answers theirs
 
 
 def test_the_client_certificate_subject_is_rfc2253_as_java_prints_it(

@@ -92,3 +92,38 @@ class TestPki:
         ca = self.other_ca if other_ca else self.ca
         leaf = ca.issue_cert(f"{name}.clients.test", common_name=name, organization_unit_name=unit)
         return _write(leaf, self.dir, ("foreign-" if other_ca else "") + name)
+
+
+# -- PKCS12 stores, as keytool writes them (ssl.keystore.type=PKCS12) ------------------
+def pkcs12_keystore(pem: bytes, password: str) -> bytes:
+    """A PKCS12 keystore of the key and certificate chain in `pem` (key, then leaf first)."""
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    key = serialization.load_pem_private_key(pem, None)
+    leaf, *rest = x509.load_pem_x509_certificates(pem)
+    return pkcs12.serialize_key_and_certificates(
+        b"zonegate",
+        key,  # type: ignore[arg-type]
+        leaf,
+        rest or None,
+        serialization.BestAvailableEncryption(password.encode()),
+    )
+
+
+def pkcs12_truststore(ca_pem: bytes, password: str) -> bytes:
+    """A PKCS12 truststore: the CA certificates in `ca_pem`, no key."""
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    return pkcs12.serialize_key_and_certificates(
+        None,
+        None,
+        None,
+        x509.load_pem_x509_certificates(ca_pem),
+        serialization.BestAvailableEncryption(password.encode()),
+    )
+
+
+def properties_value(pem: bytes) -> str:
+    """PEM text as a Kafka server.properties spreads an inline value (ssl.keystore.key=)
+    over lines: each line but the last ends in ` \\`, continued on the next."""
+    return " \\\n    ".join(line.strip() for line in pem.decode().splitlines() if line.strip())

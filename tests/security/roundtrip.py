@@ -189,7 +189,17 @@ def _aio_refusal(login: Login) -> str:
         try:
             await producer.start()
         except Exception as exc:
+            await producer.stop()
             return f"{type(exc).__name__}: {exc}"
+        # aiokafka may take an answer to its first Metadata request for a login (its
+        # OAUTHBEARER, below); then it must still get nothing: no broker, no topic.
+        try:
+            assert not producer.client.cluster.brokers(), "brokers known after a bad login"
+            await producer.send_and_wait("refused-" + login.protocol.lower(), b"v")
+        except AssertionError:
+            raise
+        except Exception as exc:
+            return f"started, then refused: {type(exc).__name__}: {exc}"
         finally:
             await producer.stop()
         raise AssertionError("aiokafka connected with a bad login")

@@ -19,6 +19,8 @@ from zonegate.proxy.handlers import describe_log_dirs
 from zonegate.proxy.legacy_schema import payload_class
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import response_class
+from zonegate.runtime.clock import SYSTEM_CLOCK
+from zonegate.services.authorizer import AuthorizerService
 from zonegate.services.log_dirs import LogDirService, PartitionSize
 from zonegate.storage.index import IndexEntry, UnknownStream
 
@@ -67,6 +69,7 @@ def test_reports_the_partitions_the_clients_zone_is_told_this_node_leads() -> No
 
 class _Services:
     log_dirs = _service(routed_here=False)
+    authorizer = AuthorizerService(None, SYSTEM_CLOCK, enabled=False)
 
 
 def _ctx(version: int) -> RequestContext:

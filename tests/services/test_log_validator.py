@@ -176,6 +176,18 @@ def test_transactional_and_control_batches_are_invalid_record() -> None:
         )
 
 
+def test_a_producer_ids_batch_needs_a_sequence() -> None:
+    """Kafka's LogValidator: a batch carrying a producer id with a negative base sequence
+    is INVALID_RECORD; without a producer id, -1 is the norm."""
+    bad = build_batch(_records(), producer_id=7, producer_epoch=0, base_sequence=-1)
+    assert _refused(bad) == Refused(
+        ErrorCode.invalid_record,
+        "Invalid sequence number -1 in record batch with producerId 7 in topic partition t-0",
+    )
+    _accepted(build_batch(_records(), producer_id=7, producer_epoch=0, base_sequence=0))
+    _accepted(build_batch(_records()))
+
+
 def test_framing_is_checked_before_size_and_kind() -> None:
     """A request with a too large batch and a damaged one is answered for the damage."""
     big = build_batch(_records(50))

@@ -317,6 +317,14 @@ def test_clean_mark_round_trip() -> None:
     assert clean_mark(key + "-c") == (True, None)
     assert clean_mark(key + "-c1700000000000") == (True, 1_700_000_000_000)
     assert clean_mark("wal/1/2-c") == (False, None)
+    # A random token that starts with c and then holds only digits is no mark: read as
+    # one, an uncleaned object of the active segment was taken for a clean one whose
+    # tombstones were due, and cleaned at once (one stream object key in about 430).
+    token = "streams/7/00000000000000000000-00000000000000000109-0-c4769217"
+    assert clean_mark(token) == (False, None)
+    assert clean_mark(token + "-c") == (True, None)
+    assert clean_mark(token + "-c42") == (True, 42)
+    assert clean_mark("streams/7/00000000000000000000-00000000000000000009--1-c0-c") == (True, None)
     e = IndexEntry(0, 9, key, 0, 10, 0)
     assert dataclasses.replace(e, object_key=key + "-c").object_key.endswith("-c")
 

@@ -150,5 +150,7 @@ def test_requests_about_no_topic_are_one_key() -> None:
     account_request(
         RequestContext(node, ANONYMOUS, "PLAINTEXT", client, "zone-a", 18, 3, 2, "x", 30), None, 40
     )
-    other = node.accounting.totals[TrafficKey(OTHER, "zone-a", "zone-a", "", "", "x")]
+    other = node.accounting.totals[
+        TrafficKey(OTHER, "zone-a", "zone-a", "", "", "x", "User:ANONYMOUS")
+    ]
     assert _counts(other) == (30, 40, 1)

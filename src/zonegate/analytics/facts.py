@@ -1,7 +1,7 @@
 """Usage records summed into facts: the one step of the report that reads every record.
 
 Facts are the records summed by (schema_version, UTC day, kind, node zone, peer
-zone, topic, client id, S3 purpose). They are small, since records collapse over
+zone, topic, client id, S3 purpose, principal). They are small, since records collapse over
 intervals, nodes and the client's and leader's zones (what Kafka's leaders would
 have made cross, client to leader, is kept as a sum), so every report table is built from
 them on the driver (`tables`). Two engines compute the same facts: this module,
@@ -38,6 +38,7 @@ FACT_KEYS = (
     "topic",
     "client_id",
     "s3_purpose",
+    "principal",  # schema 3; "" in older records
 )
 RECORD_SUMS = (
     "bytes_in",
@@ -104,9 +105,15 @@ def facts_of(records: pa.Table) -> pa.Table:
     unknown = pc.and_(data, pc.invert(known))
     t = pa.table(
         {
-            **{k: records.column(k) for k in FACT_KEYS if k not in ("day", "s3_purpose")},
-            # Schema-1 objects read as schema 2 lack it (null): no purpose.
+            **{
+                k: records.column(k)
+                for k in FACT_KEYS
+                if k not in ("day", "s3_purpose", "principal")
+            },
+            # Schema-1 objects read as the current schema lack it (null): no purpose.
             "s3_purpose": records.column("s3_purpose").fill_null(""),
+            # Schema-1 and -2 objects lack it: no principal was recorded.
+            "principal": records.column("principal").fill_null(""),
             "leader_cross_bytes": pc.if_else(crossed, both, 0),
             "leader_unknown_bytes": pc.if_else(unknown, both, 0),
             # Days are UTC days: the timestamps are UTC, and a date32 cast keeps them so.

@@ -135,6 +135,7 @@ def spark_facts(spark: SparkSession, loc: UsageLocation) -> pa.Table:
         "topic",
         "client_id",
         F.coalesce(F.col("s3_purpose"), F.lit("")).alias("s3_purpose"),
+        F.coalesce(F.col("principal"), F.lit("")).alias("principal"),
     ).agg(
         F.count(F.lit(1)).alias("records"),
         *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in (*RECORD_SUMS, *LEADER_SUMS)),

@@ -22,7 +22,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from zonegate.analytics.tables import LEADER_RPCS, NO_CLIENT_ID, NO_TOPIC
-from zonegate.usage.schema import ARROW_SCHEMA, SCHEMA_VERSION, V2_DEFAULTS
+from zonegate.usage.schema import (
+    ARROW_SCHEMA,
+    CLIENT_KINDS,
+    SCHEMA_VERSION,
+    V2_DEFAULTS,
+    V3_DEFAULTS,
+)
 
 
 @dataclass(frozen=True)
@@ -216,6 +222,10 @@ def generate(spec: SyntheticSpec, truth: Truth | None = None) -> Iterator[UsageO
         "s3_purpose": pa.array(["wal" if k == "s3" else "" for k in plan.kind], pa.string()),
         "s3_list_requests": pa.array(np.zeros(n_rows, np.int64)),
         "s3_delete_requests": pa.array(np.zeros(n_rows, np.int64)),
+        # Schema 3: clients on a PLAINTEXT listener, as most demo clusters have them.
+        "principal": pa.array(
+            ["User:ANONYMOUS" if k in CLIENT_KINDS else "" for k in plan.kind], pa.string()
+        ),
     }
     bounds = np.flatnonzero(np.diff(plan.node)) + 1
     starts = np.concatenate([[0], bounds])
@@ -283,7 +293,9 @@ def generate(spec: SyntheticSpec, truth: Truth | None = None) -> Iterator[UsageO
                 schema=ARROW_SCHEMA,
             )
             if spec.schema_version == 1:  # as nodes wrote them before schema 2
-                table = table.drop_columns(list(V2_DEFAULTS))
+                table = table.drop_columns([*V2_DEFAULTS, *V3_DEFAULTS])
+            elif spec.schema_version == 2:  # before schema 3
+                table = table.drop_columns(list(V3_DEFAULTS))
             if truth is not None:
                 _account(truth, v, kind, node_zone, peer, plan, spec, start_ms)
             date = datetime.datetime.fromtimestamp(start_ms / 1000, datetime.UTC).date()

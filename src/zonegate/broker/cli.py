@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -47,6 +48,11 @@ def version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    return _build()[0]
+
+
+def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser, and each subcommand's own parser by name."""
     parser = _Parser(prog="zonegate", description=_DESCRIPTION)
     parser.add_argument(
         "-V",
@@ -64,11 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # the subcommand's module is not written yet
             raise
         module.register(subparsers)
-    return parser
+    return parser, dict(subparsers.choices)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser, commands = _build()
     args, unknown = parser.parse_known_args(argv)
     if args.command is None:
         if unknown:
@@ -80,19 +86,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         # A mistyped option after a command is that command's mistake: name it and
         # point at its help, not the top-level one.
-        _subcommand_parser(parser, args.command).error(
-            f"unrecognized arguments: {' '.join(unknown)}"
-        )
-    result: int = args.func(args)
+        commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+    try:
+        result: int = args.func(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`zonegate cost --json | head`): as a Unix tool, stop
+        # quietly. stdout is pointed at /dev/null so the interpreter's own flush at
+        # exit does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by it
     return result
-
-
-def _subcommand_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
-    for action in parser._subparsers._group_actions if parser._subparsers else ():
-        if isinstance(action, argparse._SubParsersAction):
-            found: argparse.ArgumentParser = action.choices[command]
-            return found
-    return parser
 
 
 if __name__ == "__main__":

@@ -44,6 +44,8 @@ class NodeConfig:
     default_partitions: int = _d("default_partitions")  # num.partitions
     rpc_host: str | None = _d("rpc_host")  # leader gRPC listener; None: the Kafka host
     rpc_port: int = _d("rpc_port")
+    # Advertised leader RPC address -> the address dialled for it (a proxy between zones).
+    rpc_dial_map: tuple[tuple[str, str], ...] = _d("rpc_dial_map")
     http_port: int | None = _d("http_port")  # /metrics, /healthz, /readyz; None: no endpoint
     lease_ms: int = _d("lease_ms")  # node and controller leases
     heartbeat_s: float = 0.5
@@ -81,6 +83,12 @@ class NodeConfig:
     rpc_ssl_truststore: Path | None = _d("rpc_ssl_truststore")
     rpc_ssl_server_name: str | None = _d("rpc_ssl_server_name")
     s3_ca_bundle: Path | None = _d("s3_ca_bundle")
+    # Kafka settings set with no effect here (inter_broker.py), shown by DescribeConfigs.
+    kafka_no_effect: tuple[tuple[str, str], ...] = ()
+    # The authorizer and its ACLs (acl_settings.py, docs/acls.md).
+    authorizer_enabled: bool = _d("authorizer_enabled")
+    super_users: tuple[str, ...] = _d("super_users")
+    allow_everyone_if_no_acl_found: bool = _d("allow_everyone_if_no_acl_found")
 
     @property
     def store_url(self) -> str:
@@ -149,4 +157,5 @@ class NodeConfig:
             "group.consumer.session.timeout.ms": str(self.group_consumer_session_timeout_ms),
             "group.consumer.heartbeat.interval.ms": str(self.group_consumer_heartbeat_interval_ms),
             "log.segment.delete.delay.ms": str(self.segment_delete_delay_ms),
+            **dict(self.kafka_no_effect),
         }

@@ -39,9 +39,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from zonegate.leader_forwarder.peers import dial_address
 from zonegate.metastore.api import ClusterStore
 from zonegate.metastore.models import MetaStoreUnavailable, NodeRecord, TopicInfo
 from zonegate.router.balance import rebalance
@@ -54,11 +55,11 @@ LEASE = "controller"
 _PROBE_TIMEOUT_S = 0.5
 
 
-async def _refused(node: NodeRecord) -> bool:
+async def _refused(node: NodeRecord, dial: Mapping[str, str]) -> bool:
     """Whether the node's leader RPC port refuses a connection: its process is gone."""
     try:
         _, writer = await asyncio.wait_for(
-            asyncio.open_connection(node.rpc_host, node.rpc_port), _PROBE_TIMEOUT_S
+            asyncio.open_connection(*dial_address(node, dial)), _PROBE_TIMEOUT_S
         )
     except ConnectionRefusedError:
         return True
@@ -86,8 +87,10 @@ class Controller:
         *,
         clock_ms: Callable[[], int] = SYSTEM_CLOCK.wall_ms,
         balance: LeaderBalance = LeaderBalance(),
+        dial: Mapping[str, str] | None = None,
     ) -> None:
         self._meta = meta
+        self._dial: Mapping[str, str] = dial or {}  # --rpc-dial-map
         self._members = membership
         self._clock_ms = clock_ms
         self._balance = balance
@@ -197,7 +200,7 @@ class Controller:
         ]
         if not silent:
             return set()
-        refused = await asyncio.gather(*(_refused(n) for n in silent))
+        refused = await asyncio.gather(*(_refused(n, self._dial) for n in silent))
         gone = {n for n, r in zip(silent, refused, strict=True) if r}
         for n in gone:
             await meta.expire_node(n.node_id, n.incarnation)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zonegate.broker import inter_broker
 from zonegate.broker.security_settings import (
     MECHANISMS,
     OAUTH_KEYS,
@@ -66,12 +67,102 @@ class ListenerSettingsError(ValueError):
     """A listener setting that cannot be honoured; the message names it."""
 
 
-def _pem(kind: str, value: str, key: str) -> None:
-    if value.upper() != "PEM":
-        raise ListenerSettingsError(
-            f"{key}={value}: only PEM files are read (convert a {value.upper()} store to "
-            "PEM with keytool -importkeystore and openssl pkcs12)"
+_JKS_REASON = (
+    "Java's own keystore format is not read (no well-kept Python library reads it): "
+    "convert it with keytool -importkeystore -srckeystore FILE.jks -destkeystore FILE.p12 "
+    "-deststoretype PKCS12 and set {key}=PKCS12, or use PEM"
+)
+
+
+def _store_type(value: str, key: str) -> str:
+    kind = str(value).upper()
+    if kind == "JKS":
+        raise ListenerSettingsError(f"{key}=JKS: " + _JKS_REASON.format(key=key))
+    if kind not in ("PEM", "PKCS12"):
+        raise ListenerSettingsError(f"{key}={value}: expected PEM or PKCS12")
+    return kind
+
+
+def _keystore(args: argparse.Namespace, own: dict[str, str], where: str) -> dict[str, Any]:
+    """The keystore settings, combined as Kafka's DefaultSslEngineFactory.createKeystore
+    allows, with its messages."""
+    kind = str(_own(args, own, "ssl.keystore.type")).upper()
+    location = _own(args, own, "ssl.keystore.location") or None
+    password = _own(args, own, "ssl.keystore.password") or None
+    key = _own(args, own, "ssl.keystore.key") or None
+    chain = _own(args, own, "ssl.keystore.certificate.chain") or None
+    refusal = None
+    if key is not None:
+        if kind != "PEM":
+            refusal = (
+                f"SSL private key can be specified only for PEM, but key store type is {kind}."
+            )
+        elif chain is None:
+            refusal = "SSL private key is specified, but certificate chain is not specified."
+        elif location is not None:
+            refusal = "Both SSL key store location and separate private key are specified."
+        elif password is not None:
+            refusal = (
+                "SSL key store password cannot be specified with PEM format, only key "
+                "password may be specified."
+            )
+    elif chain is not None:
+        refusal = "SSL certificate chain is specified, but private key is not specified"
+    elif location is None:
+        refusal = (
+            "names no ssl.keystore.location (the key and its certificate chain: a PEM file, "
+            "a PKCS12 store, or ssl.keystore.key with ssl.keystore.certificate.chain)"
+            if password is None
+            else "SSL key store is not specified, but key store password is specified."
         )
+    elif _store_type(kind, "ssl.keystore.type") == "PEM" and password is not None:
+        refusal = (
+            "SSL key store password cannot be specified with PEM format, only key password "
+            "may be specified"
+        )
+    elif kind == "PKCS12" and password is None:
+        refusal = "SSL key store is specified, but key store password is not specified."
+    if refusal is not None:
+        raise ListenerSettingsError(f"{where} uses TLS: {refusal}")
+    return {
+        "keystore": Path(location) if location else None,
+        "keystore_type": kind,
+        "keystore_password": password,
+        "keystore_key": key,
+        "keystore_certificate_chain": chain,
+    }
+
+
+def _truststore(args: argparse.Namespace, own: dict[str, str], where: str) -> dict[str, Any]:
+    """The truststore settings, as Kafka's createTruststore allows, with its messages."""
+    kind = str(_own(args, own, "ssl.truststore.type")).upper()
+    location = _own(args, own, "ssl.truststore.location") or None
+    password = _own(args, own, "ssl.truststore.password") or None
+    certificates = _own(args, own, "ssl.truststore.certificates") or None
+    refusal = None
+    if certificates is not None:
+        if kind != "PEM":
+            refusal = (
+                "SSL trust store certs can be specified only for PEM, but trust store type is "
+                f"{kind}."
+            )
+        elif location is not None:
+            refusal = "Both SSL trust store location and separate trust certificates are specified."
+        elif password is not None:
+            refusal = "SSL trust store password cannot be specified for PEM format."
+    elif location is None:
+        if password is not None:
+            refusal = "SSL trust store is not specified, but trust store password is specified."
+    elif _store_type(kind, "ssl.truststore.type") == "PEM" and password is not None:
+        refusal = "SSL trust store password cannot be specified for PEM format."
+    if refusal is not None:
+        raise ListenerSettingsError(f"{where} uses TLS: {refusal}")
+    return {
+        "truststore": Path(location) if location else None,
+        "truststore_type": kind,
+        "truststore_password": password,
+        "truststore_certificates": certificates,
+    }
 
 
 def _own(args: argparse.Namespace, prefix: dict[str, str], key: str) -> Any:
@@ -84,16 +175,7 @@ def _own(args: argparse.Namespace, prefix: dict[str, str], key: str) -> Any:
 
 def _tls(args: argparse.Namespace, own: dict[str, str], name: str) -> TlsSettings:
     where = f"listener {name}"
-    location = _own(args, own, "ssl.keystore.location")
-    if not location:
-        raise ListenerSettingsError(
-            f"{where} uses TLS and names no ssl.keystore.location (a PEM file with the key "
-            "and its certificate chain)"
-        )
-    _pem("keystore", _own(args, own, "ssl.keystore.type"), "ssl.keystore.type")
-    trust = _own(args, own, "ssl.truststore.location")
-    if trust:
-        _pem("truststore", _own(args, own, "ssl.truststore.type"), "ssl.truststore.type")
+    stores = {**_keystore(args, own, where), **_truststore(args, own, where)}
     protocols = names(_own(args, own, "ssl.enabled.protocols"))
     unknown = [p for p in protocols if p not in PROTOCOLS]
     if unknown or not protocols:
@@ -118,9 +200,8 @@ def _tls(args: argparse.Namespace, own: dict[str, str], name: str) -> TlsSetting
             f"ssl.client.auth={client_auth}: expected none, requested or required"
         )
     return TlsSettings(
-        keystore=Path(location),
         key_password=_own(args, own, "ssl.key.password") or None,
-        truststore=Path(trust) if trust else None,
+        **stores,
         client_auth=client_auth,
         protocols=protocols,
         cipher_suites=names(_own(args, own, "ssl.cipher.suites")),
@@ -254,6 +335,9 @@ def listeners_from_args(args: argparse.Namespace) -> tuple[ListenerSpec, ...]:
         )
     for made in specs:
         listener_security(made)  # its JAAS lines and rules parse, or refused here
+    inter_broker.check(
+        args, [(s.name, s.protocol) for s in specs], {s.name: s.mechanisms for s in specs}
+    )
     return tuple(specs)
 
 

@@ -290,6 +290,19 @@ def _qos_metrics(node: Node, me: str) -> Iterator[Metric]:
         for (user, client), ms in manager.throttle_totals().items():
             throttle.add_metric([me, manager.key, user, client], ms)
     yield throttle
+    denials = CounterMetricFamily(
+        "zonegate_authorizer_denials",
+        "Requests the authorizer refused (ACLs), by resource type and operation",
+        labels=["node", "resource_type", "operation"],
+    )
+    for (resource_type, operation), count in sorted(node.authorizer.denials.items()):
+        denials.add_metric([me, resource_type, operation], count)
+    yield denials
+    acls = GaugeMetricFamily(
+        "zonegate_acls", "ACLs in this node's copy (authorizer on)", labels=["node"]
+    )
+    acls.add_metric([me], node.authorizer.acl_count)
+    yield acls
 
 
 def _error_name(code: int) -> str:
@@ -378,6 +391,12 @@ def _storage_metrics(node: Node, node_id: str) -> Iterator[CounterMetricFamily |
             "zonegate_compaction_objects",
             "Stream objects written and swapped in",
             comp.objects_written,
+            CounterMetricFamily,
+        ),
+        (
+            "zonegate_compaction_merged_objects",
+            "Small stream objects of a partition written again into a later one (size tiers)",
+            comp.objects_merged,
             CounterMetricFamily,
         ),
         (

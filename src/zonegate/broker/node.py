@@ -61,6 +61,7 @@ from zonegate.router.placement import place
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.runtime.supervisor import Supervisor
 from zonegate.services.api import Services
+from zonegate.services.authorizer import AuthorizerService
 from zonegate.services.catalog import Catalog
 from zonegate.services.cluster import ClusterSettings, NodeCluster
 from zonegate.services.groups import RoutedGroups
@@ -131,7 +132,7 @@ class Node:
             node_id=config.node_id,
         )
         self.led = LedPartitions(self.catalog, config.node_id)
-        self.local_leader = LeaderService(self.meta, clock, self.led.segmenting)
+        self.local_leader = LeaderService(self.meta, clock, self.led.segmenting, self._leads)
         self.catalog.listeners.append(
             forget_moved(self.local_leader, config.node_id, self.catalog.by_stream)
         )
@@ -161,6 +162,7 @@ class Node:
                 config.leader_imbalance_check_interval_s * 1000,
                 config.leader_imbalance_per_broker_percentage,
             ),
+            dial=dict(config.rpc_dial_map),
         )
         # A node whose serving loop has not turned for five leases is stuck, not busy.
         self.leases = LeaseKeeper(
@@ -172,7 +174,13 @@ class Node:
             monotonic=clock.monotonic,
             on_fenced=self._on_fenced_from_thread,
         )
-        self.peers = LeaderPeers(config.node_id, config.zone, self.membership, self.accounting)
+        self.peers = LeaderPeers(
+            config.node_id,
+            config.zone,
+            self.membership,
+            self.accounting,
+            dict(config.rpc_dial_map),
+        )
         self.peers.tls = open_rpc_tls(  # StartupError for a wrong file
             config.rpc_ssl_keystore, config.rpc_ssl_truststore, config.rpc_ssl_server_name
         )
@@ -247,6 +255,13 @@ class Node:
             self.meta, clock, QuotaWindow(config.quota_window_num, config.quota_window_size_s)
         )
         self.scram = ScramService(self.meta)
+        self.authorizer = AuthorizerService(
+            self.meta,
+            clock,
+            enabled=config.authorizer_enabled,
+            super_users=config.super_users,
+            allow_if_no_acl=config.allow_everyone_if_no_acl_found,
+        )
         self.produce = ProduceService(self.catalog, self.wal, self.leader, self.meta, clock)
         self.services = Services(
             cluster=self.cluster,
@@ -276,6 +291,7 @@ class Node:
                 self.meta, self.catalog, self.membership, clock_ms=clock.wall_ms
             ),
             scram=self.scram,
+            authorizer=self.authorizer,
         )
         import zonegate.proxy.handlers  # noqa: F401  (handlers register themselves)
 
@@ -340,6 +356,11 @@ class Node:
     # -- wiring -------------------------------------------------------------
     def _place(self, count: int, current: list[int]) -> list[int]:
         return place(count, self.membership.live_nodes(), current)
+
+    def _leads(self, stream_id: int) -> int | None:
+        """The epoch at which the catalog says this node leads the stream, else None."""
+        p = self.catalog.by_stream(stream_id)
+        return p.leader_epoch if p is not None and p.leader_node == self.config.node_id else None
 
     async def refresh_catalog(self) -> None:
         await self.membership.renew()
@@ -413,6 +434,8 @@ class Node:
         await sup.start("catalog", self.catalog.load)
         await sup.start("client quotas", self.quotas.refresh)
         await sup.start("SCRAM credentials", self.scram.refresh)
+        # Before any listener: no request is ever checked against an empty snapshot.
+        await sup.start("ACLs", self.authorizer.refresh)
         self.peers.token = await self.meta.cluster_secret("rpc-token")
         self._rpc, rpc_port = await start_leader_server(
             self.local_leader,
@@ -458,6 +481,9 @@ class Node:
         sup.every("client quotas", 2 * self.config.heartbeat_s, self.quotas.refresh)
         # So do SCRAM users another node added, changed or deleted.
         sup.every("SCRAM credentials", 2 * self.config.heartbeat_s, self.scram.refresh)
+        # And ACLs, twice as often (a DENY must hold everywhere within 2 s): a cheap
+        # version read, the ACLs themselves only when it moved.
+        sup.every("ACLs", self.config.heartbeat_s, self.authorizer.refresh)
         self.maintenance.schedule(sup)
         # One small object per node, read back every few seconds: a GET costs a
         # fraction of a LIST, and proves reads work, not only that the host answers.

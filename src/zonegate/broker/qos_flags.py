@@ -11,13 +11,13 @@ from zonegate.broker.setting_types import (
     MS,
     REQUEST_MAX_BYTES,
     Setting,
-    at_least,
     bytes_or_unbounded,
     size_at_least,
 )
 from zonegate.qos.admission import QosSettings
 from zonegate.qos.scheduler import DEFAULT_POLICIES, Budget, ClassPolicy, check_policies
 from zonegate.runtime.io_class import IO_CLASSES
+from zonegate.runtime.units import at_least
 
 DEFAULT_QOS = QosSettings()  # the settings' defaults
 

@@ -6,7 +6,8 @@ one `ListenerSpec` per listener, as Kafka reads `listeners`,
 
 Lines of a Kafka `server.properties` work as they are. A setting or value zonegate
 cannot honour (a JKS keystore, GSSAPI, a listener without its TLS files) is refused
-at start by name, with one line.
+at start by name, with one line; those describing parts zonegate does not have
+(the inter-broker ones) are taken with no effect (inter_broker.py).
 """
 
 from __future__ import annotations
@@ -56,6 +57,11 @@ PER_LISTENER = (
     "ssl.key.password",
     "ssl.truststore.type",
     "ssl.truststore.location",
+    "ssl.keystore.password",
+    "ssl.keystore.key",
+    "ssl.keystore.certificate.chain",
+    "ssl.truststore.password",
+    "ssl.truststore.certificates",
     "ssl.client.auth",
     "ssl.enabled.protocols",
     "ssl.protocol",
@@ -63,6 +69,7 @@ PER_LISTENER = (
     "ssl.principal.mapping.rules",
     "sasl.enabled.mechanisms",
     "connections.max.reauth.ms",
+    "ssl.endpoint.identification.algorithm",  # no effect: inter_broker.py
     *OAUTH_KEYS,
 )
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -143,7 +150,39 @@ def overrides(text: str) -> tuple[tuple[str, str], ...]:
 
 overrides.__name__ = "lines"
 
+
+def _inter_broker_protocol(text: str) -> str:
+    """security.inter.broker.protocol: one of Kafka's four, in any case (its
+    SecurityProtocol.forName), else Kafka's message."""
+    protocol = text.strip().upper()
+    if protocol not in PROTOCOL_NAMES:
+        raise argparse.ArgumentTypeError(
+            f"Invalid security protocol `{text.strip()}` defined in security.inter.broker.protocol"
+        )
+    return protocol
+
+
+_inter_broker_protocol.__name__ = "protocol"
+
 _SSL_HELP = " (a listener's own: listener.name.NAME.{key})"
+# Kafka's passwords of PKCS12 stores and its inline PEM (proxy/keystores.py).
+_STORE_SECRETS = (
+    ("ssl.keystore.password", "PASSWORD", "the password of a PKCS12 ssl.keystore.location"),
+    (
+        "ssl.keystore.key",
+        "PEM",
+        "the private key as PEM text, in place of a file, with ssl.keystore.type=PEM and "
+        "ssl.keystore.certificate.chain (encrypted: ssl.key.password)",
+    ),
+    ("ssl.keystore.certificate.chain", "PEM", "the certificate chain of ssl.keystore.key, PEM"),
+    ("ssl.truststore.password", "PASSWORD", "the password of a PKCS12 ssl.truststore.location"),
+    (
+        "ssl.truststore.certificates",
+        "PEM",
+        "the CA certificates as PEM text, in place of ssl.truststore.location, with "
+        "ssl.truststore.type=PEM",
+    ),
+)
 
 SECURITY_SETTINGS: tuple[Setting, ...] = (
     Setting(
@@ -194,8 +233,9 @@ SECURITY_SETTINGS: tuple[Setting, ...] = (
         "--ssl-keystore-type",
         "ssl.keystore.type",
         "JKS",
-        "ssl.keystore.type: PEM (Kafka's default, JKS, and PKCS12 are refused: convert "
-        "them to PEM with keytool and openssl)" + _SSL_HELP.format(key="ssl.keystore.type"),
+        "ssl.keystore.type: PEM or PKCS12 (Kafka's default, JKS, is refused: no well-kept "
+        "Python library reads it; convert it with keytool -importkeystore -deststoretype "
+        "PKCS12)" + _SSL_HELP.format(key="ssl.keystore.type"),
         metavar="TYPE",
         into=None,
     ),
@@ -203,8 +243,9 @@ SECURITY_SETTINGS: tuple[Setting, ...] = (
         "--ssl-keystore-location",
         "ssl.keystore.location",
         None,
-        "ssl.keystore.location: a PEM file holding the private key and its certificate "
-        "chain; re-read when it changes (default: none; a TLS listener needs it)"
+        "ssl.keystore.location: the file of the private key and its certificate chain (PEM: "
+        "both in one file; PKCS12: a store ssl.keystore.password opens); re-read when it "
+        "changes (default: none; a TLS listener needs it)"
         + _SSL_HELP.format(key="ssl.keystore.location"),
         metavar="FILE",
         into=None,
@@ -222,8 +263,8 @@ SECURITY_SETTINGS: tuple[Setting, ...] = (
         "--ssl-truststore-type",
         "ssl.truststore.type",
         "JKS",
-        "ssl.truststore.type: PEM (Kafka's default, JKS, and PKCS12 are refused)"
-        + _SSL_HELP.format(key="ssl.truststore.type"),
+        "ssl.truststore.type: PEM or PKCS12 (Kafka's default, JKS, is refused, as "
+        "ssl.keystore.type)" + _SSL_HELP.format(key="ssl.truststore.type"),
         metavar="TYPE",
         into=None,
     ),
@@ -231,10 +272,22 @@ SECURITY_SETTINGS: tuple[Setting, ...] = (
         "--ssl-truststore-location",
         "ssl.truststore.location",
         None,
-        "ssl.truststore.location: a PEM file of the CA certificates client certificates "
-        "are checked against (default: none)" + _SSL_HELP.format(key="ssl.truststore.location"),
+        "ssl.truststore.location: the file of the CA certificates client certificates are "
+        "checked against, PEM or PKCS12; re-read when it changes (default: none)"
+        + _SSL_HELP.format(key="ssl.truststore.location"),
         metavar="FILE",
         into=None,
+    ),
+    *(
+        Setting(
+            "--" + key.replace(".", "-"),
+            key,
+            None,
+            f"{key}: {what} (default: none)" + _SSL_HELP.format(key=key),
+            metavar=metavar,
+            into=None,
+        )
+        for key, metavar, what in _STORE_SECRETS
     ),
     Setting(
         "--ssl-client-auth",
@@ -333,6 +386,50 @@ SECURITY_SETTINGS: tuple[Setting, ...] = (
             into=None,
         )
         for key in OAUTH_KEYS
+    ),
+    # Kafka's inter-broker settings: checked as Kafka checks them, shown, with no effect
+    # (nodes call each other over the leader RPC; broker/inter_broker.py).
+    Setting(
+        "--inter-broker-listener-name",
+        "inter.broker.listener.name",
+        None,
+        "inter.broker.listener.name: no effect (nodes do not speak Kafka to each other; "
+        "their RPC takes zonegate.rpc.ssl.*), checked as Kafka checks it: a listener's name, "
+        "not with security.inter.broker.protocol (default: none)",
+        metavar="NAME",
+        into=None,
+    ),
+    Setting(
+        "--security-inter-broker-protocol",
+        "security.inter.broker.protocol",
+        None,
+        "security.inter.broker.protocol: no effect (as inter.broker.listener.name), "
+        "checked as Kafka checks it: one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL with "
+        "a listener of that name (default: none; Kafka's is PLAINTEXT)",
+        type=_inter_broker_protocol,
+        metavar="PROTOCOL",
+        into=None,
+    ),
+    Setting(
+        "--sasl-mechanism-inter-broker-protocol",
+        "sasl.mechanism.inter.broker.protocol",
+        None,
+        "sasl.mechanism.inter.broker.protocol: no effect (as inter.broker.listener.name); "
+        "when the inter-broker listener is a SASL one, one of its sasl.enabled.mechanisms, "
+        "as Kafka checks (default: none; Kafka's is GSSAPI)",
+        metavar="MECHANISM",
+        into=None,
+    ),
+    Setting(
+        "--ssl-endpoint-identification-algorithm",
+        "ssl.endpoint.identification.algorithm",
+        None,
+        "ssl.endpoint.identification.algorithm: no effect (a Kafka broker checks the names "
+        "in other brokers' certificates with it; nodes check each other's RPC certificates "
+        "by zonegate.rpc.ssl.*) (default: none; Kafka's is https)"
+        + _SSL_HELP.format(key="ssl.endpoint.identification.algorithm"),
+        metavar="ALGORITHM",
+        into=None,
     ),
     Setting(
         "--listener-setting",

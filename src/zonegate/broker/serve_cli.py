@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from zonegate.broker import inter_broker
 from zonegate.broker.config import NodeConfig
 from zonegate.broker.config_file import UNSET, resolve
 from zonegate.broker.listeners import ListenerSpec, listeners_from_args
@@ -87,6 +88,7 @@ def config_from_args(args: argparse.Namespace) -> NodeConfig:
         return NodeConfig(
             **node_fields(args.settings, args),
             listeners=listeners,
+            kafka_no_effect=tuple(inter_broker.shown(args, args.listener_setting).items()),
             heartbeat_s=_HEARTBEAT_MS / 1000,
             qos=qos_from_args(args),
         )

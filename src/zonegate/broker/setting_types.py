@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from zonegate.runtime.units import UnitError, parse_ms, parse_size
+from zonegate.runtime.units import UnitError, at_least, parse_ms, parse_size
 
 KAFKA_MAX_INT = 2_147_483_647
 # socket.request.max.bytes's default, and queued.max.request.bytes's here (docs/qos.md).
@@ -70,22 +70,6 @@ def env_name(flag: str) -> str:
 
 
 # -- value types: argparse names `__name__` in its messages -----------------------------
-
-
-def at_least(lo: float, kind: type[int] | type[float]) -> Callable[[str], Any]:
-    """A number of `kind`, refused by name when below `lo`."""
-
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {kind.__name__}, got {text!r}") from None
-        if value < lo:
-            raise argparse.ArgumentTypeError(f"must be at least {lo:g}, got {text}")
-        return value
-
-    parse.__name__ = kind.__name__
-    return parse
 
 
 def size_at_least(lo: int) -> Callable[[str], int]:
@@ -208,6 +192,23 @@ def zone(value: str) -> str:
         return zone_from_node_label()
     except NodeIdentityError as exc:
         raise ValueError(f"--zone {FROM_NODE_LABEL}: {exc}") from None
+
+
+def rpc_dial_map(spec: str) -> tuple[tuple[str, str], ...]:
+    """`HOST:PORT=HOST:PORT,...`: each advertised leader RPC address and the address
+    this node dials for it instead."""
+    out: dict[str, str] = {}
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        advertised, sep, dial = item.partition("=")
+        try:
+            if not sep:
+                raise argparse.ArgumentTypeError("expected HOST:PORT=HOST:PORT")
+            a_host, a_port = host_port(advertised.strip())
+            d_host, d_port = host_port(dial.strip())
+        except argparse.ArgumentTypeError as exc:
+            raise ValueError(f"--rpc-dial-map item {item!r}: {exc}") from None
+        out[f"{a_host}:{a_port}"] = f"{d_host}:{d_port}"
+    return tuple(out.items())
 
 
 def rpc_listener(value: tuple[str, int] | None) -> tuple[str | None, int]:

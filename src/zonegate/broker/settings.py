@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from zonegate.broker.acl_settings import ACL_SETTINGS
 from zonegate.broker.qos_flags import QOS_SETTINGS
 from zonegate.broker.rpc_tls_settings import RPC_TLS_SETTINGS
 from zonegate.broker.security_settings import SECURITY_SETTINGS
@@ -26,21 +27,23 @@ from zonegate.broker.setting_types import (
     ON_OFF,
     REQUEST_MAX_BYTES,
     Setting,
-    at_least,
     host_port,
     is_true,
     log_level,
     ms_at_least,
     ms_to_s,
     node_id,
+    rpc_dial_map,
     rpc_listener,
     size_at_least,
     zone,
     zone_cidrs,
 )
+from zonegate.runtime.units import at_least
 
 SETTINGS: tuple[Setting, ...] = (
     *SECURITY_SETTINGS,  # listeners, TLS, SASL: Kafka's own settings
+    *ACL_SETTINGS,  # the authorizer: Kafka's own settings
     Setting(
         "--data-dir",
         "log.dirs",
@@ -222,6 +225,18 @@ SETTINGS: tuple[Setting, ...] = (
         "HOST:PORT",
         into=("rpc_host", "rpc_port"),
         convert=rpc_listener,
+    ),
+    Setting(
+        "--rpc-dial-map",
+        "zonegate.rpc.dial.map",
+        "",
+        "other nodes' advertised leader RPC addresses and the address this node dials for "
+        "each instead, when a proxy or NAT stands between zones: "
+        "10.0.2.7:9093=10.0.1.250:19093,... (default: none; every node is dialled at the "
+        "address it advertises)",
+        metavar="HOST:PORT=HOST:PORT,...",
+        into="rpc_dial_map",
+        convert=rpc_dial_map,
     ),
     Setting(
         "--http-port",

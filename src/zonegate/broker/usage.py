@@ -69,6 +69,7 @@ class UsageWriter:
             "s3_purpose": "",
             "s3_list_requests": 0,
             "s3_delete_requests": 0,
+            "principal": "",
         }
         rows: list[dict[str, Any]] = []
         for k, c in acc.drain_interval().items():
@@ -85,6 +86,7 @@ class UsageWriter:
                     "bytes_out": c.bytes_out,
                     "requests": c.requests,
                     **zero_s3,
+                    "principal": k.principal,
                 }
             )
         now = self._store.purpose_counts()

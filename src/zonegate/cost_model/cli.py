@@ -9,24 +9,16 @@ from typing import Any
 
 from zonegate.cost_model.breakdown import LINE_ITEMS
 from zonegate.cost_model.price_tables import default_region, price_table
-from zonegate.cost_model.prices import PriceTable, UnknownPrice
-from zonegate.cost_model.whatif import Assumptions, Scenario, Workload, compare, s3_request_usd
+from zonegate.cost_model.prices import MIB, PriceTable, UnknownPrice
+from zonegate.cost_model.whatif import (
+    Assumptions,
+    Scenario,
+    Workload,
+    compare,
+    s3_request_usd,
+    wal_objects_per_second,
+)
 from zonegate.runtime import units
-
-
-def _at_least(lo: float, kind: type[int] | type[float]) -> Any:
-    """A number of `kind` from `lo` up: argparse then names the flag that is wrong."""
-
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if value < lo:
-            raise argparse.ArgumentTypeError(f"must be at least {lo:g}, got {text}")
-        return value
-
-    return parse
 
 
 def _positive_ms(text: str) -> float:
@@ -60,35 +52,35 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--ingress-mib-s",
         metavar="MIB_S",
-        type=_at_least(0, float),
+        type=units.at_least(0, float),
         required=True,
         help="produce throughput in MiB/s (required)",
     )
     p.add_argument(
         "--fanout",
         metavar="N",
-        type=_at_least(0, float),
+        type=units.at_least(0, float),
         default=1.0,
         help="consumer groups reading everything produced (default 1)",
     )
     p.add_argument(
         "--zones",
         metavar="N",
-        type=_at_least(1, int),
+        type=units.at_least(1, int),
         default=3,
         help="availability zones the cluster and its clients spread over (default 3)",
     )
     p.add_argument(
         "--retention-hours",
         metavar="HOURS",
-        type=_at_least(0, float),
+        type=units.at_least(0, float),
         default=72.0,
         help="how long data is kept (default 72)",
     )
     p.add_argument(
         "--partitions",
         metavar="N",
-        type=_at_least(1, int),
+        type=units.at_least(1, int),
         default=100,
         help="partitions over all topics; sets how many stream objects compaction writes "
         "(default 100)",
@@ -108,16 +100,33 @@ def register(subparsers: Any) -> None:
         help="WAL object age at which an S3 broker uploads at the latest (default 250)",
     )
     p.add_argument(
+        "--wal-put-ms",
+        metavar="MS",
+        type=_positive_ms,
+        default=100.0,
+        help="one WAL upload cycle (the PUT, plus sealing): with group commit a node "
+        "seals an object per cycle while data keeps coming; a node measures it as "
+        'zonegate_produce_stage_seconds{stage="put"} (default 100, an assumption for '
+        "S3 Standard)",
+    )
+    p.add_argument(
+        "--wal-seal-when-idle",
+        choices=("true", "false"),
+        default="true",
+        help="group commit, as the node's setting of that name: seal as soon as no upload "
+        "is in flight; false: only at the seal size or age (default true)",
+    )
+    p.add_argument(
         "--nodes-per-zone",
         metavar="N",
-        type=_at_least(1, int),
+        type=units.at_least(1, int),
         default=1,
         help="broker nodes in each zone, each writing its own WAL objects (default 1)",
     )
     p.add_argument(
         "--days",
         metavar="DAYS",
-        type=_at_least(1e-9, float),
+        type=units.at_least(1e-9, float),
         default=30.0,
         help="period priced (default 30)",
     )
@@ -165,23 +174,31 @@ def run(args: argparse.Namespace) -> int:
             nodes_per_zone=args.nodes_per_zone,
             days=args.days,
         )
-        scenarios = compare(workload, prices, Assumptions(), storage_class=args.storage_class)
+        assumptions = Assumptions(
+            wal_group_commit=args.wal_seal_when_idle == "true",
+            wal_put_s=args.wal_put_ms / 1000,
+        )
+        scenarios = compare(workload, prices, assumptions, storage_class=args.storage_class)
     except (UnknownPrice, ValueError) as exc:
         print(f"zonegate cost: {exc}", file=sys.stderr)
         return 2
     if args.json:
         out: dict[str, Any] = {s.name: s.cost.as_dict() for s in scenarios}
         out["zonegate_s3_request_usd_by_purpose"] = s3_request_usd(
-            workload, Assumptions(), prices.object_storage(args.storage_class)
+            workload, assumptions, prices.object_storage(args.storage_class)
         )
         print(json.dumps(out, indent=2))
     else:
-        print(render_table(scenarios, prices, workload, args.storage_class))
+        print(render_table(scenarios, prices, workload, args.storage_class, assumptions))
     return 0
 
 
 def render_table(
-    scenarios: list[Scenario], prices: PriceTable, w: Workload, storage_class: str
+    scenarios: list[Scenario],
+    prices: PriceTable,
+    w: Workload,
+    storage_class: str,
+    a: Assumptions | None = None,
 ) -> str:
     """A plain-text table: line items down, scenarios across, USD over the period."""
     head = [f"USD / {w.days:g} days", *(s.name for s in scenarios)]
@@ -203,7 +220,17 @@ def render_table(
         f"{w.retention_hours:g} h retention, {w.partitions} partitions; "
         f"{prices.provider} {prices.region}, {s3.name}, {prices.block_storage_name}"
     )
-    by_purpose = s3_request_usd(w, Assumptions(), s3)
+    a = a or Assumptions()
+    by_purpose = s3_request_usd(w, a, s3)
+    per_node = wal_objects_per_second(w, a) / w.nodes
+    sealing = (
+        f"group commit, {a.wal_put_s * 1000:g} ms upload cycle"
+        if a.wal_group_commit
+        else "no group commit"
+    )
+    object_mib = w.ingress_bytes_s / w.nodes / per_node / MIB if per_node else 0.0
+    objects = f"{per_node:.3g} objects/s per node of {object_mib:.3g} MiB" if per_node else "none"
+    wal_line = f"zonegate's WAL: {objects} ({sealing}; --wal-put-ms, --wal-seal-when-idle)"
     purposes = ", ".join(
         f"{p} {_usd(v)}" for p, v in sorted(by_purpose.items(), key=lambda kv: -kv[1]) if v
     )
@@ -218,6 +245,7 @@ def render_table(
             line(rows[-1]),
             "",
             f"zonegate's S3 requests by purpose (USD, requests only): {purposes}",
+            wal_line,
         ]
     )
 

@@ -6,8 +6,9 @@ Pure functions; the purposes are the usage records' (runtime/io_class.py). Each
 formula follows what the node does (docs/cost-model.md, "S3 requests"):
 
 - `wal`: a node seals a WAL object at the seal size or age; with group commit
-  (the default) also as soon as the previous upload is done, so under steady
-  traffic one object per upload time;
+  (the default) also as soon as no upload is in flight, so one object per
+  upload cycle at most, and with producers whose in-flight window is full, one
+  per half window (`WalSealing`);
 - `compaction` and reads of WAL ranges (`tail_read`, catch-up before
   compaction): a partition's range is one ranged GET per WAL object holding
   some of its batches (the producer's batches of a partition land in at most
@@ -69,26 +70,81 @@ class ByPurpose:
         return sum(r.usd(s3) for r in self.purposes.values())
 
 
-def wal_objects(
-    nbytes: float,
-    seconds: float,
-    *,
-    nodes: int,
-    seal_bytes: float,
-    seal_age_s: float,
-    upload_s: float | None = None,
-) -> float:
-    """WAL objects sealed while `nbytes` arrive steadily over `seconds` at `nodes` nodes.
+@dataclass(frozen=True)
+class WalSealing:
+    """What sets how many WAL objects a node seals: its writer's rule
+    (wal_s3/wal_writer.py) and how its producers send.
 
-    Each node seals at `seal_bytes` or after `seal_age_s`, whichever comes first; with
-    group commit (`upload_s`, the time one upload takes) it seals as soon as the
-    previous upload is done, so an object every min(age, upload time).
+    The writer seals an object at `seal_bytes`, at `seal_age_s` after its first
+    batch, and with group commit (`--wal-seal-when-idle`, on by default) as soon
+    as no upload is in flight: when an upload finishes with data waiting, or at
+    the first append after one finished with none. So under group commit one
+    object covers one upload cycle (`put_s`: the PUT, plus sealing and encoding).
+
+    `window_requests` describes producers that send as fast as they are
+    acknowledged (a benchmark's, or any producer whose `max.in.flight` window is
+    full): the produce requests they keep unacknowledged at the node, summed over
+    producers (librdkafka: 5 per connection when idempotent). Their requests
+    wait in the writer, so the object size is set by that window, not by time:
+    an object's acknowledgements release requests that arrive while the next
+    object uploads, so two consecutive objects together hold the window, and an
+    object holds half of it on average (all of it when it is one request).
+    `None`: producers send at their own pace (the what-if model's workload).
     """
+
+    seal_bytes: float
+    seal_age_s: float
+    group_commit: bool = True
+    put_s: float = 0.1
+    request_bytes: float = 16_384
+    window_requests: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("seal_bytes", "seal_age_s", "put_s", "request_bytes"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name):g}")
+        if self.window_requests is not None and self.window_requests < 1:
+            raise ValueError(f"window_requests must be at least 1, got {self.window_requests:g}")
+
+
+def node_wal_objects_per_second(bytes_s: float, s: WalSealing) -> float:
+    """WAL objects one node seals per second while `bytes_s` arrive steadily in produce
+    requests of `s.request_bytes`, never fewer than the size seals alone:
+
+    - an object holds at least one request: at most `q` = bytes_s / request_bytes;
+    - sealed by age (no group commit, or an upload slower than the age): an object
+      opens at the first request after the last seal (1/q later on average, for
+      Poisson arrivals) and is sealed `seal_age_s` after: 1 / (seal_age_s + 1/q);
+    - with group commit, producers at their own pace: an upload cycle `c` =
+      put_s is followed at once by the next seal if a request arrived meanwhile
+      (probability 1 - e^(-qc)), else by the wait for the next request (1/q):
+      1 / (c + e^(-qc)/q), which is 1/c at high rates and q at low ones;
+    - producers with a full window: 2q / window (q / window without group commit,
+      where the whole window waits for the age);
+    - size: at least bytes_s / seal_bytes.
+    """
+    if bytes_s <= 0:
+        return 0.0
+    q = bytes_s / s.request_bytes
+    k = s.window_requests
+    age_sealed = 1.0 / (s.seal_age_s + 1.0 / q)
+    if not s.group_commit:
+        rate = min(age_sealed, q / k if k is not None else math.inf)
+    elif k is not None:
+        rate = q / max(1.0, k / 2)
+    elif s.put_s >= s.seal_age_s:
+        rate = age_sealed  # the age seals while uploads are in flight, so never idle
+    else:
+        rate = 1.0 / (s.put_s + math.exp(-q * s.put_s) / q)
+    return max(bytes_s / s.seal_bytes, rate)
+
+
+def wal_objects(nbytes: float, seconds: float, *, nodes: int, sealing: WalSealing) -> float:
+    """WAL objects sealed while `nbytes` arrive steadily over `seconds`, spread evenly
+    over `nodes` nodes."""
     if nbytes <= 0 or seconds <= 0:
         return 0.0
-    every_s = seal_age_s if upload_s is None else min(seal_age_s, upload_s)
-    per_node_bytes_s = nbytes / seconds / nodes
-    return nodes * seconds * max(per_node_bytes_s / seal_bytes, 1.0 / every_s)
+    return nodes * seconds * node_wal_objects_per_second(nbytes / seconds / nodes, sealing)
 
 
 def range_gets(partition_bytes: float, batch_bytes: float, objects: float) -> float:

@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from zonegate.cost_model.breakdown import MONTH_S, CostBreakdown
 from zonegate.cost_model.kafka import kafka_cost
 from zonegate.cost_model.prices import GIB, MIB, ObjectStoragePrices, PriceTable
-from zonegate.cost_model.s3_requests import ByPurpose, Requests, gc_pass
+from zonegate.cost_model.s3_requests import (
+    ByPurpose,
+    Requests,
+    WalSealing,
+    gc_pass,
+    node_wal_objects_per_second,
+)
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,14 @@ class Assumptions:
     # holding its batches, one ranged GET each. True (WarpStream's agents): compaction
     # reads each WAL file once, whole.
     compaction_reads_whole_objects: bool = False
+    # True (zonegate's default, --wal-seal-when-idle): a node seals a WAL object as
+    # soon as no upload is in flight, so one object per upload cycle (`wal_put_s`)
+    # while data keeps coming. False (WarpStream's agents): only at the size or age.
+    wal_group_commit: bool = True
+    # One WAL upload cycle on S3 Standard (the PUT of a few MiB, plus sealing): an
+    # assumption, not a measurement; a running node shows its own as
+    # zonegate_produce_stage_seconds{stage="put"} (`zonegate cost --wal-put-ms`).
+    wal_put_s: float = 0.1
     # True (zonegate): every GC pass LISTs the WAL objects, the stream objects and the
     # usage records. False (WarpStream): deletions follow the metadata, no LIST.
     gc_lists_objects: bool = True
@@ -89,12 +103,23 @@ class S3Requests:
     deletes: float = 0.0
 
 
-def wal_objects_per_second(w: Workload) -> float:
-    """Every node seals when its object reaches the size or the age, whichever comes first."""
-    if w.ingress_bytes_s == 0:
-        return 0.0
+def wal_sealing(w: Workload, a: Assumptions) -> WalSealing:
+    """The workload's WAL sealing rule; producers at their own pace, one produce
+    request per `produce_batch_bytes` batch."""
+    return WalSealing(
+        seal_bytes=w.wal_seal_bytes,
+        seal_age_s=w.wal_seal_age_ms / 1000,
+        group_commit=a.wal_group_commit,
+        put_s=a.wal_put_s,
+        request_bytes=a.produce_batch_bytes,
+    )
+
+
+def wal_objects_per_second(w: Workload, a: Assumptions | None = None) -> float:
+    """Every node seals at the size or the age, and with group commit after each upload
+    (s3_requests.node_wal_objects_per_second); traffic is spread evenly over nodes."""
     per_node = w.ingress_bytes_s / w.nodes
-    return w.nodes * max(per_node / w.wal_seal_bytes, 1000.0 / w.wal_seal_age_ms)
+    return w.nodes * node_wal_objects_per_second(per_node, wal_sealing(w, a or Assumptions()))
 
 
 def compaction_objects_per_second(w: Workload, a: Assumptions) -> float:
@@ -110,7 +135,7 @@ def compaction_gets_per_second(w: Workload, a: Assumptions) -> float:
     """Compaction's reads of WAL ranges: one ranged GET per WAL object holding some of a
     partition's batches (a batch lands in one object), for every partition; or one
     GET per WAL object when compaction reads objects whole."""
-    wal = wal_objects_per_second(w)
+    wal = wal_objects_per_second(w, a)
     if a.compaction_reads_whole_objects or w.ingress_bytes_s == 0:
         return wal
     batches_per_partition = w.ingress_bytes_s / w.partitions / a.produce_batch_bytes
@@ -128,7 +153,7 @@ def s3_requests_by_purpose(w: Workload, a: Assumptions, *, tail_reads_from_s3: b
     (once compacted) and every stream object (once past retention).
     """
     out = ByPurpose()
-    wal_s = wal_objects_per_second(w)
+    wal_s = wal_objects_per_second(w, a)
     compacted_s = compaction_objects_per_second(w, a)
     out.add("wal", Requests(puts=wal_s * w.seconds))
     out.add(
@@ -271,13 +296,16 @@ def compare(
 # WarpStream's published figure: object-storage API calls under USD 40 a day at
 # 140 MiB/s written with 3 consumer groups (warpstream.com/blog/warpstream-benchmarks-
 # and-tco, March 2024, as quoted in issue 29; the page was not re-read here). Its
-# agents, one per zone, flush a file every 250 ms or 4 MiB; compaction reads files
-# whole; deletions follow the metadata store (no LIST); each zone reads a file once.
+# agents, one per zone, flush a file every 250 ms or 4 MiB (no group commit);
+# compaction reads files whole; deletions follow the metadata store (no LIST); each
+# zone reads a file once.
 WARPSTREAM_API_USD_PER_DAY = 40.0
 WARPSTREAM_WORKLOAD = Workload(
     ingress_mib_s=140, fanout=3, zones=3, wal_seal_bytes=4 * MIB, wal_seal_age_ms=250, days=1
 )
-WARPSTREAM_ASSUMPTIONS = Assumptions(compaction_reads_whole_objects=True, gc_lists_objects=False)
+WARPSTREAM_ASSUMPTIONS = Assumptions(
+    compaction_reads_whole_objects=True, gc_lists_objects=False, wal_group_commit=False
+)
 
 
 def s3_request_usd(

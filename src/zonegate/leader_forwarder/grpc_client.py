@@ -188,6 +188,10 @@ class RemoteLeader:
         self._count(request, response)
         if response.error_code == ErrorCode.unknown_topic_or_partition:
             raise UnknownStream(request.stream_id)  # as the local leader raises it
+        if response.error_code == ErrorCode.not_leader_or_follower:
+            # Not led there (at the epoch it holds): as the local leader raises it, so
+            # that the directory refreshes the catalog and asks the leader it names.
+            raise LeaderUnavailable(f"leader {self.target}: stream {request.stream_id} not led")
         return response
 
     async def read_index(self, stream_id: int, offset: int, max_bytes: int) -> ReadIndexResult:

@@ -23,7 +23,7 @@ import grpc
 from google.protobuf.message import DecodeError
 from kio.schema.errors import ErrorCode
 
-from zonegate.leader_forwarder.api import Leader
+from zonegate.leader_forwarder.api import Leader, LeaderUnavailable
 from zonegate.leader_forwarder.grpc_client import TOKEN_HEADER
 from zonegate.leader_forwarder.messages import AppendBatch
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
@@ -146,12 +146,16 @@ class LeaderServicer(pb_grpc.LeaderServicer):
                 best = await leader.max_timestamp_entry(sid)
                 entries = [best] if best is not None else []
             start, hwm, epoch = await leader.offsets(sid)
-        except UnknownStream:
+        except (UnknownStream, LeaderUnavailable) as exc:
+            # Deleted meanwhile; or not led here (moved, or not yet known here to have
+            # moved here): the caller refreshes its view and asks again.
+            code = (
+                ErrorCode.unknown_topic_or_partition
+                if isinstance(exc, UnknownStream)
+                else ErrorCode.not_leader_or_follower
+            )
             response = pb.ReadIndexResponse(
-                error_code=int(ErrorCode.unknown_topic_or_partition),
-                high_watermark=-1,
-                log_start_offset=-1,
-                leader_epoch=-1,
+                error_code=int(code), high_watermark=-1, log_start_offset=-1, leader_epoch=-1
             )
             self._count(request, response, request.from_node)
             return response
@@ -204,8 +208,12 @@ class LeaderServicer(pb_grpc.LeaderServicer):
                 try:
                     fut = await self._leader.changed(sid)
                     _, hwm, _ = await self._leader.offsets(sid)
-                except UnknownStream:
-                    sids.remove(sid)  # deleted: nothing more will happen to it
+                except (UnknownStream, LeaderUnavailable):
+                    # Deleted, or not led here (any more): nothing this node will say.
+                    # Asking again would load another leader's partition here, frozen
+                    # (partitions.py); ended, the watch wakes its caller, who
+                    # re-resolves the leader.
+                    sids.remove(sid)
                     continue
                 if last.get(sid) != hwm:
                     last[sid] = hwm

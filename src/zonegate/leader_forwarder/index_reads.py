@@ -41,7 +41,7 @@ class IndexReads:
     async def read_index(self, stream_id: int, offset: int, max_bytes: int) -> ReadIndexResult:
         """Index entries from the one holding `offset`, up to `max_bytes` (at least one):
         from the tail in memory, or from the store below it."""
-        p = await self._partitions.get(stream_id)
+        p = await self._partitions.led(stream_id)
         hwm, start = p.high_watermark, p.log_start_offset
         if offset < start or offset > hwm:
             return ReadIndexResult(ErrorCode.offset_out_of_range, (), hwm, start, p.leader_epoch)
@@ -62,13 +62,13 @@ class IndexReads:
 
     async def offsets(self, stream_id: int) -> tuple[int, int, int]:
         """(log start offset, high watermark, leader epoch)."""
-        p = await self._partitions.get(stream_id)
+        p = await self._partitions.led(stream_id)
         return p.log_start_offset, p.high_watermark, p.leader_epoch
 
     async def entries_from_timestamp(self, stream_id: int, timestamp: int) -> list[IndexEntry]:
         """The first entries (offset order) whose max timestamp reaches `timestamp`: the
         summary names the segment, the store or the tail its entries."""
-        p = await self._partitions.get(stream_id)
+        p = await self._partitions.led(stream_id)
         for seg in p.summary.segments:
             if seg.max_timestamp < timestamp:
                 continue
@@ -87,7 +87,7 @@ class IndexReads:
         return []
 
     async def max_timestamp_entry(self, stream_id: int) -> IndexEntry | None:
-        p = await self._partitions.get(stream_id)
+        p = await self._partitions.led(stream_id)
         seg = p.summary.newest()
         if seg is None:
             return None
@@ -130,4 +130,4 @@ class IndexReads:
 
     async def changed(self, stream_id: int) -> asyncio.Future[None]:
         """A future completed at the next high-watermark move (or state drop) of the partition."""
-        return (await self._partitions.get(stream_id)).changed
+        return (await self._partitions.led(stream_id)).changed

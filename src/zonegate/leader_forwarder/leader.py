@@ -36,9 +36,12 @@ class LeaderService:
         metastore: StreamStore,
         clock: Clock = SYSTEM_CLOCK,
         segmenting: Callable[[int], tuple[int, int]] | None = None,
+        leads: Callable[[int], int | None] | None = None,
     ) -> None:
-        """`segmenting`: stream id -> (segment.ms, segment.bytes) of its topic now."""
-        self._partitions = PartitionStates(metastore, segmenting)
+        """`segmenting`: stream id -> (segment.ms, segment.bytes) of its topic now;
+        `leads`: stream id -> the leader epoch at which the node's catalog says this
+        node leads it, else None (reads are served only then: partitions.py)."""
+        self._partitions = PartitionStates(metastore, segmenting, leads)
         self._sequencer = Sequencer(self._partitions, metastore, clock)
         self._reads = IndexReads(self._partitions, metastore)
         self._changes = LogChanges(self._partitions, metastore)

@@ -114,6 +114,23 @@ class LogChanges:
         p = await self._partitions.get(stream_id)
         return p.leader_epoch, p.tail.entries()
 
+    async def last_object_before(self, stream_id: int, offset: int) -> list[IndexEntry]:
+        """The entries of the stream object that ends just below `offset`, when one does
+        and all of it lies above the log start; [] otherwise (a WAL range is there, or
+        nothing). What compaction merges small objects by (maintenance/compaction.py)."""
+        p = await self._partitions.get(stream_id)
+        if offset <= p.log_start_offset:
+            return []
+        rows = await self._meta.read_entries(stream_id, offset - 1, limit=1)
+        if not rows or rows[0].last_offset != offset - 1:
+            return []
+        key = rows[0].object_key
+        span = stream_object_offsets(key)
+        if span is None or span[0] < p.log_start_offset:
+            return []
+        rows = await self._meta.read_entries(stream_id, span[0], to_offset=span[1], limit=1 << 30)
+        return [e for e in rows if e.object_key == key]
+
     async def swap(
         self,
         stream_id: int,

@@ -7,6 +7,16 @@ from the store when asked for (docs/storage.md, "The bounded index"). The
 sequencer, the index reads and the head-of-log hooks all work on this state;
 this module loads it (at most once at a time per partition, after any commit
 of it in flight) and forgets it.
+
+Reads are served only from a state loaded at the epoch at which the node's catalog
+says this node leads the partition (`led`). Anything else is another leader's log
+seen once: a read that loads it (a caller with an older catalog, a Watch woken by
+the drop of a partition that moved away) gets a copy no append updates, and once
+the partition moves back here, its frozen high watermark would be served as the
+leader's until the catalog caught up: offsets that exist answered
+OFFSET_OUT_OF_RANGE, which a consumer resetting to the latest offset takes as
+license to skip them. Appends need no such check: they carry the epoch they were
+sent at, and the store fences commits by it.
 """
 
 from __future__ import annotations
@@ -15,12 +25,21 @@ import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from zonegate.leader_forwarder.api import LeaderUnavailable
 from zonegate.storage.index import ProducerEntry, StreamIndex, StreamStore
 from zonegate.storage.segments import SegmentSummary
 from zonegate.storage.stream_objects import is_stream_key
 
 # Kafka's defaults of segment.ms and segment.bytes, for a leader told no topic's.
 KAFKA_SEGMENTING = (604_800_000, 1_073_741_824)
+
+
+class NotLeading(LeaderUnavailable):
+    """This node does not lead the partition at the epoch its state is held at, as far
+    as its catalog knows: the caller refreshes its own view and asks again."""
+
+    def __init__(self, stream_id: int) -> None:
+        super().__init__(f"stream {stream_id} is not led here at the epoch held")
 
 
 @dataclass
@@ -48,11 +67,18 @@ class PartitionStates:
     """The led partitions' states by stream id, and the commit in flight they wait for."""
 
     def __init__(
-        self, metastore: StreamStore, segmenting: Callable[[int], tuple[int, int]] | None = None
+        self,
+        metastore: StreamStore,
+        segmenting: Callable[[int], tuple[int, int]] | None = None,
+        leads: Callable[[int], int | None] | None = None,
     ) -> None:
         self._meta = metastore
         # stream id -> (segment.ms, segment.bytes) of its topic, as in force now.
         self.segmenting = segmenting or (lambda _sid: KAFKA_SEGMENTING)
+        # stream id -> the leader epoch at which the catalog says this node leads it,
+        # None when another node does (or no catalog knows it); None itself: no
+        # catalog (a single leader over its store, in tests), reads are not checked.
+        self._leads = leads
         self._states: dict[int, PartitionState] = {}
         self._loading: dict[int, asyncio.Future[PartitionState]] = {}
         # The streams of the cycle being committed, and a future completed when it is.
@@ -112,6 +138,28 @@ class PartitionStates:
             raise
         finally:
             del self._loading[stream_id]
+
+    async def led(self, stream_id: int) -> PartitionState:
+        """The partition's state for a read: only at the epoch at which this node leads
+        it by its catalog (module doc); NotLeading otherwise. A copy held at an older
+        epoch is dropped and the partition reloaded."""
+        if self._leads is None:
+            return await self.get(stream_id)
+        epoch = self._leads(stream_id)
+        if epoch is None:
+            raise NotLeading(stream_id)
+        held = self._states.get(stream_id)
+        if held is not None and held.leader_epoch < epoch:
+            # Loaded before the partition came (back) here: the catalog listener drops
+            # it too (moves.py), but a read may come first.
+            self.forget([stream_id])
+        p = await self.get(stream_id)
+        if p.leader_epoch != epoch:
+            # The store is ahead of the catalog (moved again since). Kept, as appends
+            # at its epoch may have loaded it here; served once the catalog agrees,
+            # and dropped by the catalog listener if another node leads it.
+            raise NotLeading(stream_id)
+        return p
 
     def forget(self, stream_ids: Iterable[int]) -> None:
         """Drops cached state (partition deleted or moved); the next use reloads it."""

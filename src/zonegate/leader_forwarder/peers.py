@@ -4,13 +4,15 @@ accounting of leader RPCs both ways (`forward_rpc` records, docs/usage-records.m
 A client is made when a node is first called and made again when that node came
 back at a new address (same id, new RPC port), or when this node's certificates
 were re-read (mutual TLS, rpc_tls.py: new connections present the new ones); each
-counts the bytes of its calls against the zone of the node it calls.
+counts the bytes of its calls against the zone of the node it calls. A node is
+dialled at the address it advertises, or at the one `--rpc-dial-map` gives for it
+(a proxy or NAT between zones).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from zonegate.leader_forwarder.grpc_client import RemoteLeader
@@ -27,9 +29,25 @@ class Nodes(Protocol):
     def zone_of(self, node_id: int) -> str: ...  # a live node's zone, else ""
 
 
+def dial_address(rec: NodeRecord, dial: Mapping[str, str]) -> tuple[str, int]:
+    """Where this node reaches `rec`'s leader RPC: its advertised address, or the one
+    the dial map gives for it."""
+    advertised = f"{rec.rpc_host}:{rec.rpc_port}"
+    host, _, port = dial.get(advertised, advertised).rpartition(":")
+    return host, int(port)
+
+
 class LeaderPeers:
-    def __init__(self, node_id: int, zone: str, nodes: Nodes, accounting: Accounting) -> None:
+    def __init__(
+        self,
+        node_id: int,
+        zone: str,
+        nodes: Nodes,
+        accounting: Accounting,
+        dial: Mapping[str, str] | None = None,
+    ) -> None:
         self._me = node_id
+        self.dial: Mapping[str, str] = dial or {}
         self._zone = zone
         self._nodes = nodes
         self._accounting = accounting
@@ -46,7 +64,7 @@ class LeaderPeers:
         remote = self._clients.get(node_id)
         generation = self.tls.channel_generation() if self.tls is not None else 0
         if remote is not None and rec is not None:
-            if remote.target != f"{rec.rpc_host}:{rec.rpc_port}":
+            if remote.target != self._target(rec):
                 # The node came back (same id, new RPC port): drop the channel to the old one.
                 stale = self._clients.pop(node_id)
                 asyncio.get_running_loop().create_task(stale.close())
@@ -72,7 +90,7 @@ class LeaderPeers:
 
         tls = self.tls
         return RemoteLeader(
-            f"{rec.rpc_host}:{rec.rpc_port}",
+            self._target(rec),
             from_node=self._me,
             token=self.token,
             bytes_hook=count,
@@ -81,6 +99,10 @@ class LeaderPeers:
             name=f"node {rec.node_id}",
             tls_generation=generation,
         )
+
+    def _target(self, rec: NodeRecord) -> str:
+        host, port = dial_address(rec, self.dial)
+        return f"{host}:{port}"
 
     def _retire(self, remote: RemoteLeader) -> None:
         loop = asyncio.get_running_loop()

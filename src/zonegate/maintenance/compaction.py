@@ -12,8 +12,8 @@ rewrites a prefix of it when:
   `max_delay_ms`): the whole tail is written, in objects of at most
   `stream_object_bytes`. For a topic that is not cleaned by key, that delay
   is at least `wal_hold_ms` (the GC's orphan grace, within `max_delay_ms`),
-  and only the entries that waited it are written: a WAL object cannot be
-  deleted sooner since its upload, so a range rewritten earlier would be
+  and only the entries that waited half of it are written: a WAL object cannot
+  be deleted sooner since its upload, so a range rewritten earlier would be
   stored twice until then, and a short `segment.ms` would make many small
   stream objects for nothing (retention frees stream objects segment by
   segment anyway: maintenance/splitting.py). One pass decides every
@@ -49,8 +49,11 @@ no row names is deleted at once. The WAL objects the range lay in become
 unreferenced once every partition in them moved on, and object GC deletes
 them. Every store call goes through the `compaction` I/O class. A compacted
 topic's partition is then cleaned by key when due (maintenance/cleaning.py).
-Policy (`plan`: which runs of the tail to rewrite now) is a pure function of
-the tail, the time and the target; `Compactor` does the I/O.
+The partition's stream objects just below a run are merged into its object by
+size tiers (`merge_previous`), so a slowly written partition keeps a few
+objects, not one per delay. Policy (`plan`: which runs of the tail to rewrite
+now; `merge_previous`) is a pure function of the entries, the time and the
+target; `Compactor` does the I/O.
 docs/storage.md, "Compaction: WAL ranges into stream objects", has the design.
 """
 
@@ -68,6 +71,7 @@ from zonegate.maintenance.targets import Target
 from zonegate.runtime.clock import Clock
 from zonegate.runtime.crash import crash_point
 from zonegate.runtime.io_class import io_class, s3_purpose
+from zonegate.storage.cleaner import clean_mark
 from zonegate.storage.index import IndexEntry, UnknownStream
 from zonegate.storage.objects import ObjectStore
 from zonegate.storage.stream_objects import StreamObject, build_stream_object
@@ -80,6 +84,9 @@ MAX_DELAY_MS = 540_000  # 9 minutes: with a pass's interval and work, under 10
 # (whole segments): the bucket's excess over what retention keeps stays a small share of
 # it until the head split (maintenance/splitting.py) frees even that segment by segment.
 RETENTION_SHARE = 32
+# At most this many of a partition's stream objects are merged into the next one
+# (`merge_previous`): with objects doubling, enough for 2**8 runs' worth at once.
+MERGE_MAX_OBJECTS = 8
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,7 @@ class CompactionSettings:
     stream_object_bytes: int = STREAM_OBJECT_BYTES  # --stream-object-bytes
     max_delay_ms: int = MAX_DELAY_MS  # --compaction-max-delay-ms
     wal_hold_ms: int = 0  # --gc-orphan-grace-ms: WAL objects live that long anyway
+    merge: bool = True  # small stream objects merged (False: benchmarks/slow_writes.py)
 
 
 @dataclass
@@ -95,6 +103,8 @@ class CompactionStats:
     objects_written: int = 0
     bytes_compacted: int = 0  # bytes of WAL ranges rewritten into stream objects
     entries_replaced: int = 0
+    objects_merged: int = 0  # stream objects merged into a later one (written again)
+    bytes_merged: int = 0  # their bytes (not counted in bytes_compacted)
     swaps_refused: int = 0
     failures: int = 0
     seconds_busy: float = 0.0  # wall time spent rewriting (reads, build, PUT, swap)
@@ -116,6 +126,63 @@ def object_window_ms(target: Target) -> int:
     return seg * max(1, target.retention_ms // RETENTION_SHARE // seg)
 
 
+def object_limit(target: Target, settings: CompactionSettings) -> int:
+    """The most bytes one stream object of the partition holds."""
+    return max(1, min(settings.stream_object_bytes, target.segment_bytes))
+
+
+def may_merge(run: Sequence[IndexEntry], target: Target, settings: CompactionSettings) -> bool:
+    """Whether any earlier stream object could join `run` (`merge_previous`), told
+    without I/O: a full run (every object compaction writes at speed) leaves no room,
+    so the index is not read for it."""
+    return (
+        settings.merge
+        and target.cleaning is None
+        and sum(e.length for e in run) < object_limit(target, settings)
+    )
+
+
+def _window_of(e: IndexEntry, span: int) -> int:
+    return (e.append_ms or e.max_timestamp) // span if span else 0
+
+
+def merge_previous(
+    previous: Sequence[IndexEntry],
+    above: Sequence[IndexEntry],
+    target: Target,
+    settings: CompactionSettings,
+) -> bool:
+    """Whether a stream object of the partition (`previous`: its entries, offset order)
+    is written again as part of the object that holds `above` (the entries from just
+    above it up to the end of the tail's first run to write, which may hold later stream
+    objects merged already).
+
+    Size-tiered, as an LSM tree merges: the object holds no more bytes than `above`
+    (so a slowly written partition's objects grow by doubling, and a byte is written
+    again about log2(object / run) times, not once per pass), and the whole fits in
+    one object; not for a partition cleaned by key (cleaning rewrites those itself),
+    not a cleaned object, and never across the limits compaction cuts at for retention
+    (a topic deleting by time: its object window; by size: under its share of
+    retention.bytes), so retention frees merged objects as before (docs/storage.md,
+    "Small stream objects merged")."""
+    if not previous or not above or target.cleaning is not None or not settings.merge:
+        return False
+    if previous[-1].last_offset + 1 != above[0].base_offset:
+        return False
+    if clean_mark(previous[0].object_key)[0]:
+        return False
+    size = sum(e.length for e in previous)
+    have = sum(e.length for e in above)
+    limit = object_limit(target, settings)
+    if size > have or size + have > limit:
+        return False
+    window = object_window_ms(target)
+    if _window_of(previous[0], window) != _window_of(above[-1], window):
+        return False
+    share = target.retention_bytes // RETENTION_SHARE if target.retention_bytes >= 0 else None
+    return share is None or size + have < share
+
+
 def plan(
     tail: Sequence[IndexEntry],
     now_ms: int,
@@ -129,7 +196,7 @@ def plan(
     `kept_bytes`: the bytes it keeps."""
     if not tail:
         return []
-    size_limit = max(1, min(settings.stream_object_bytes, target.segment_bytes))
+    size_limit = object_limit(target, settings)
     delay = target.segment_ms
     held = target.cleaning is None  # a compacted topic's cleaning waits for its ranges
     if held:
@@ -143,13 +210,15 @@ def plan(
     def waited(e: IndexEntry) -> bool:
         return now_ms - (e.append_ms or 0) >= delay
 
-    def window_of(e: IndexEntry, span: int) -> int:
-        return (e.append_ms or e.max_timestamp) // span if span else 0
+    def half_waited(e: IndexEntry) -> bool:
+        return now_ms - (e.append_ms or 0) >= delay // 2
 
     def boundary(run: list[IndexEntry], size: int, e: IndexEntry) -> bool:
-        if window_of(e, window) != window_of(run[0], window):
+        if _window_of(e, window) != _window_of(run[0], window):
             return True
-        return share is not None and size >= share and window_of(e, seg) != window_of(run[-1], seg)
+        return (
+            share is not None and size >= share and _window_of(e, seg) != _window_of(run[-1], seg)
+        )
 
     # Candidate objects: cut where the next entry would not fit (full) or at a boundary
     # above (not full: written once it waited, like the tail's end).
@@ -182,8 +251,10 @@ def plan(
             continue
         if not too_old:
             break
-        # Held: only what waited (entries are appended in offset order, so a prefix).
-        ripe = list(itertools.takewhile(waited, run)) if held else run
+        # Held: only what waited, or half of it once the oldest waited it all (entries are
+        # appended in offset order, so a prefix): a partition written a little at a time
+        # gets an object every half delay at most, not one per pass.
+        ripe = list(itertools.takewhile(half_waited, run)) if held else run
         if ripe:
             runs.append(ripe)
         if len(ripe) < len(run):
@@ -247,9 +318,19 @@ class Compactor:
         head_ms = head[0].window * max(target.segment_ms, 1) if head else None
         kept = sum(s.bytes for s in head)
         runs = plan(tail, now_ms, target, self._settings, head_ms, kept)
+        merged = (0, 0)  # earlier stream objects the first run starts with, their bytes
+        for _ in range(
+            MERGE_MAX_OBJECTS if runs and may_merge(runs[0], target, self._settings) else 0
+        ):
+            below = await self._changes.last_object_before(target.stream_id, runs[0][0].base_offset)
+            if not merge_previous(below, runs[0], target, self._settings):
+                break
+            runs[0] = [*below, *runs[0]]
+            merged = (merged[0] + 1, merged[1] + sum(e.length for e in below))
         for group in _swap_groups(runs, self._settings):
-            if not await self._rewrite(target, epoch, group):
+            if not await self._rewrite(target, epoch, group, merged):
                 return  # refused: the tail changed under us; the next pass replans
+            merged = (0, 0)
         if target.cleaning is not None:
             with s3_purpose("cleaning"):
                 await clean_partition(
@@ -263,8 +344,15 @@ class Compactor:
                     totals=self.cleaning,
                 )
 
-    async def _rewrite(self, target: Target, epoch: int, runs: list[list[IndexEntry]]) -> bool:
-        """Writes each run as a stream object, and swaps them all in at once."""
+    async def _rewrite(
+        self,
+        target: Target,
+        epoch: int,
+        runs: list[list[IndexEntry]],
+        merged: tuple[int, int] = (0, 0),
+    ) -> bool:
+        """Writes each run as a stream object, and swaps them all in at once; `merged`:
+        the earlier stream objects the first run starts with, and their bytes."""
         started = self._clock.monotonic()
         old = [e for run in runs for e in run]
         blobs = iter(await self._read(old))
@@ -290,7 +378,9 @@ class Compactor:
             await self._store.delete_many([obj.key for obj in objs])
             return False
         self.stats.objects_written += len(objs)
-        self.stats.bytes_compacted += sum(len(obj.data) for obj in objs)
+        self.stats.bytes_compacted += sum(len(obj.data) for obj in objs) - merged[1]
+        self.stats.objects_merged += merged[0]
+        self.stats.bytes_merged += merged[1]
         self.stats.entries_replaced += len(old)
         log.debug(
             "stream %d offsets %d-%d: %d entries into %d objects from %s",

@@ -10,6 +10,7 @@
   and object GC's pending list.
 - `QuotaStore`: Kafka's client quotas (AlterClientQuotas), by entity.
 - `ScramStore`: users' SCRAM credentials (AlterUserScramCredentials), salted.
+- `AclStore`: Kafka's ACLs (CreateAcls, DeleteAcls), and a version that moves with them.
 
 Each user names only the protocol it needs; a backend implements all of them
 (`MetaStore`), and every backend runs the same contract suite
@@ -23,6 +24,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from zonegate.metastore.models import (
+    AclBinding,
     CommittedOffset,
     GroupRecord,
     NodeRecord,
@@ -161,8 +163,34 @@ class ScramStore(Protocol):
         ...
 
 
+class AclStore(Protocol):
+    async def acl_version(self) -> int:
+        """A number that changes with every change to the ACLs (0: never any)."""
+        ...
+
+    async def acls(self) -> tuple[int, list[AclBinding]]:
+        """Every ACL, and the version they are as of, read together."""
+        ...
+
+    async def create_acls(self, acls: Sequence[AclBinding]) -> None:
+        """Adds the ACLs in one transaction; one already there stays (Kafka keeps a set)."""
+        ...
+
+    async def delete_acls(self, acls: Sequence[AclBinding]) -> list[AclBinding]:
+        """Removes the ACLs in one transaction; returns those that were there."""
+        ...
+
+
 class MetaStore(
-    ClusterStore, StreamStore, ProducerIds, GroupStore, GcStore, QuotaStore, ScramStore, Protocol
+    ClusterStore,
+    StreamStore,
+    ProducerIds,
+    GroupStore,
+    GcStore,
+    QuotaStore,
+    ScramStore,
+    AclStore,
+    Protocol,
 ):
     """All of a backend's concerns, and its one connection to close."""
 

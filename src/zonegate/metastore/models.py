@@ -10,6 +10,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import Any
 
 
@@ -157,3 +158,64 @@ def quota_entity_key(entity: QuotaEntity) -> str:
 
 def quota_entity_from_key(key: str) -> QuotaEntity:
     return tuple(sorted((str(t), None if n is None else str(n)) for t, n in json.loads(key)))
+
+
+# -- ACLs ------------------------------------------------------------------------
+# Kafka's codes, as the wire and Kafka's tools carry them (org.apache.kafka.common.acl,
+# org.apache.kafka.common.resource); the stores keep the codes.
+class ResourceType(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    TOPIC = 2
+    GROUP = 3
+    CLUSTER = 4
+    TRANSACTIONAL_ID = 5
+    DELEGATION_TOKEN = 6
+    USER = 7
+
+
+class PatternType(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    MATCH = 2
+    LITERAL = 3
+    PREFIXED = 4
+
+
+class AclOperation(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    ALL = 2
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+    CREATE_TOKENS = 13
+    DESCRIBE_TOKENS = 14
+
+
+class AclPermission(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    DENY = 2
+    ALLOW = 3
+
+
+@dataclass(frozen=True, slots=True)
+class AclBinding:
+    """One ACL, Kafka's AclBinding: a resource pattern and an access control entry.
+    Bindings are values: two equal bindings are one ACL (Kafka keeps a set)."""
+
+    resource_type: ResourceType
+    resource_name: str
+    pattern_type: PatternType  # LITERAL or PREFIXED once stored
+    principal: str  # "User:alice", or "User:*" for every principal
+    host: str  # an address, or "*"
+    operation: AclOperation
+    permission: AclPermission

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
+from zonegate.metastore.acls_postgres import AclTables
 from zonegate.metastore.cluster_postgres import ClusterTables
 from zonegate.metastore.gc_postgres import GcTables
 from zonegate.metastore.groups_postgres import GroupTables
@@ -81,7 +82,7 @@ _AGAIN = (asyncpg.exceptions.DeadlockDetectedError, asyncpg.exceptions.Serializa
 
 
 class PostgresMetaStore(
-    ClusterTables, StreamTables, GroupTables, GcTables, QuotaTables, ScramTables
+    ClusterTables, StreamTables, GroupTables, GcTables, QuotaTables, ScramTables, AclTables
 ):
     def __init__(self, dsn: str) -> None:
         self._dsn = dsn

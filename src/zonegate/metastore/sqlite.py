@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+from zonegate.metastore.acls_sqlite import AclTables
 from zonegate.metastore.cluster_sqlite import ClusterTables
 from zonegate.metastore.gc_sqlite import GcTables
 from zonegate.metastore.groups_sqlite import GroupTables
@@ -40,7 +41,9 @@ from zonegate.metastore.tables_sqlite import SCHEMA, add_new_columns
 T = TypeVar("T")
 
 
-class SqliteMetaStore(ClusterTables, StreamTables, GroupTables, GcTables, QuotaTables, ScramTables):
+class SqliteMetaStore(
+    ClusterTables, StreamTables, GroupTables, GcTables, QuotaTables, ScramTables, AclTables
+):
     """Every concern's tables (cluster_sqlite, streams_sqlite, groups_sqlite) over one
     file, through the worker's connection and the loop thread's (`SqliteTables`)."""
 

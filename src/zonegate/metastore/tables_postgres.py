@@ -189,6 +189,24 @@ CREATE TABLE scram_credentials (
         # in rows written before: its one PLAINTEXT listener, kafka_host:kafka_port.
         "ALTER TABLE nodes ADD COLUMN endpoints TEXT NOT NULL DEFAULT '';",
     ),
+    (
+        8,
+        # Kafka's ACLs (services/authorizer.py): one row per binding, Kafka's codes; the
+        # counter `acl_version` moves with every change, so nodes reload only then.
+        """
+CREATE TABLE acls (
+    resource_type SMALLINT NOT NULL,
+    resource_name TEXT COLLATE "C" NOT NULL,
+    pattern_type SMALLINT NOT NULL,
+    principal TEXT COLLATE "C" NOT NULL,
+    host TEXT COLLATE "C" NOT NULL,
+    operation SMALLINT NOT NULL,
+    permission SMALLINT NOT NULL,
+    PRIMARY KEY (resource_type, resource_name, pattern_type, principal, host, operation,
+                 permission)
+);
+""",
+    ),
 )
 
 LATEST = MIGRATIONS[-1][0]

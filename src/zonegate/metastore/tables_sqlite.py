@@ -132,6 +132,18 @@ CREATE TABLE IF NOT EXISTS scram_credentials (
     iterations INTEGER NOT NULL,
     PRIMARY KEY (user_name, mechanism)
 ) WITHOUT ROWID;
+-- Kafka's ACLs (services/authorizer.py): one row per binding, its codes as Kafka's.
+CREATE TABLE IF NOT EXISTS acls (
+    resource_type INTEGER NOT NULL,
+    resource_name TEXT NOT NULL,
+    pattern_type INTEGER NOT NULL,
+    principal TEXT NOT NULL,
+    host TEXT NOT NULL,
+    operation INTEGER NOT NULL,
+    permission INTEGER NOT NULL,
+    PRIMARY KEY (resource_type, resource_name, pattern_type, principal, host, operation,
+                 permission)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS counters (
     name TEXT PRIMARY KEY,
     value INTEGER NOT NULL

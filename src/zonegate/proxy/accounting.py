@@ -1,7 +1,8 @@
 """Attributes each Kafka request's bytes to kind, zones, topic and partition leader.
 
 Produce requests count as `produce_data`, Fetch as `fetch_data`, the rest as
-`other`; the peer is the client, whose zone the router resolved. Produce and
+`other`; the peer is the client, whose zone the router resolved, and each row
+carries the request's principal (the request context's). Produce and
 Fetch are attributed per partition (docs/usage-records.md): each partition's
 record batches (the request's for Produce, the answer's for Fetch) go to its
 topic and to the zone of its leader at the time, and the rest of the request
@@ -82,6 +83,7 @@ def account_request(
     services = ctx.services
     client_zone = ctx.client_zone
     client_id = ctx.client_id or ""
+    principal = ctx.principal
     kind = _KIND.get(ctx.api_key, OTHER)
     if ctx.api_key == 0:
         shares = _produce_shares(body)
@@ -96,6 +98,7 @@ def account_request(
             peer_zone=client_zone,
             topic="",
             client_id=client_id,
+            principal=principal,
             bytes_in=ctx.request_bytes,
             bytes_out=response_bytes,
             requests=1,
@@ -132,6 +135,7 @@ def account_request(
             leader_zone=leader_zone,
             topic=topic,
             client_id=client_id,
+            principal=principal,
             bytes_in=b_in,
             bytes_out=b_out,
             requests=1 if i == 0 else 0,

@@ -222,7 +222,7 @@ class KafkaConnection(SecuredConnection, asyncio.Protocol):
         if auth is not None:
             decision = auth.admits(header.api_key, header.api_version)
             if not decision.serve:
-                self._refuse(decision.reason, decision.delay_ms)
+                self._refuse(decision.reason, decision.delay_ms, frame, decision.error_code)
                 return
         handler = self._registry.handler_for(header.api_key, header.api_version)
         if handler is None:

@@ -4,7 +4,8 @@ authentication (proxy/auth, through the listener's gate, proxy/gate.py).
 `SecuredConnection` is the part of `KafkaConnection` (proxy/server.py) that moves
 TLS records and raw SASL tokens and acts on the authenticator's decisions:
 requests it does not admit close the connection (after the failed-authentication
-delay when it says so), a failed SASL answer is sent after
+delay when it says so, and after their ILLEGAL_SASL_STATE answer when Kafka sends
+one), a failed SASL answer is sent after
 connection.failed.authentication.delay.ms and the connection closed with one INFO
 line, and a TLS handshake not finished in time, or not TLS at all, closes it with
 one WARNING. The decisions themselves are proxy/auth's; this only moves bytes.
@@ -16,6 +17,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from zonegate.proxy.error_answers import refusal_answer
 from zonegate.proxy.gate import (
     SASL_AUTHENTICATE,
     SASL_HANDSHAKE,
@@ -136,13 +138,23 @@ class SecuredConnection:
         )
         self.abort(f"{line} on listener {self._config.name}", logging.INFO)
 
-    def _refuse(self, reason: str, delay_ms: int) -> None:
-        """A request the authenticator does not admit: nothing more is read or answered,
-        and the connection closes after `delay_ms`."""
+    def _refuse(
+        self, reason: str, delay_ms: int, frame: bytes = b"", error_code: int | None = None
+    ) -> None:
+        """A request the authenticator does not admit: nothing more is read, and the
+        connection closes after `delay_ms`; with `error_code`, the request (`frame`) is
+        first answered with its API's error response carrying it, as Kafka does."""
         self._held.clear()
         self._pause_reading("refused")
         level = logging.INFO if "expired" in reason else logging.WARNING
-        if delay_ms <= 0:
+        answer = refusal_answer(frame, error_code) if error_code is not None else None
+        if delay_ms <= 0 and answer is None:
             self.abort(reason, level)
             return
-        asyncio.get_running_loop().call_later(delay_ms / 1000, self.abort, reason, level)
+
+        def answer_and_close() -> None:
+            if answer is not None and not self._closed:
+                self._write(answer)
+            self.abort(reason, level)
+
+        asyncio.get_running_loop().call_later(max(0, delay_ms) / 1000, answer_and_close)

@@ -1,5 +1,6 @@
-"""TLS on a Kafka listener, without I/O: contexts from Kafka's PEM settings, re-read when
-their files change, and one `TlsSession` per connection (bytes in, bytes out).
+"""TLS on a Kafka listener, without I/O: contexts from Kafka's ssl.* settings (the stores
+read by proxy/keystores.py: PEM, PKCS12, inline PEM), re-read when their files
+change, and one `TlsSession` per connection (bytes in, bytes out).
 
 The listener's asyncio protocol feeds the socket's bytes to `TlsSession.receive` and
 writes what it returns; the session owns an `ssl.SSLObject` over two memory BIOs, as
@@ -18,11 +19,14 @@ from __future__ import annotations
 import logging
 import os
 import ssl
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from zonegate.proxy.auth import distinguished_name
+from zonegate.proxy.keystores import KeystoreError, load_keystore, load_truststore
 from zonegate.runtime.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -35,8 +39,27 @@ CLIENT_AUTH = {
 }
 # TLS 1.3's suites, which OpenSSL enables whatever the cipher list says.
 TLS13_SUITES = ("TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_GCM_SHA256")
+# Room for the plaintext of one TLS record (16 KiB) that OpenSSL may hold besides what
+# is waiting in the incoming BIO, plus a margin.
+_RECORD_ROOM = 16 * 1024 + 1024
+# A thread's scratch buffer for decrypted records is kept up to this size (a receive is
+# at most the event loop's read size, 256 KiB, plus what OpenSSL held back).
+_SCRATCH_KEEP = 1024 * 1024
+_scratch_local = threading.local()
 # How often the certificate files' metadata is looked at, at most.
 RELOAD_CHECK_S = 1.0
+
+
+def _scratch(size: int) -> bytearray:
+    """A buffer of at least `size` bytes (capped at _SCRATCH_KEEP), reused by the
+    thread's TLS sessions: its contents are copied out before receive returns, so one
+    per thread serves every connection, and it is neither allocated nor zeroed again."""
+    size = min(size, _SCRATCH_KEEP)
+    buf: bytearray | None = getattr(_scratch_local, "buf", None)
+    if buf is None or len(buf) < size:
+        buf = bytearray(size)
+        _scratch_local.buf = buf
+    return buf
 
 
 class TlsSettingsError(ValueError):
@@ -45,14 +68,21 @@ class TlsSettingsError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class TlsSettings:
-    """One listener's ssl.* settings (Kafka's names), PEM files only."""
+    """One listener's ssl.* settings (Kafka's names); proxy/keystores.py reads the stores."""
 
-    keystore: Path  # ssl.keystore.location: the private key and its certificate chain
+    keystore: Path | None  # ssl.keystore.location: the private key and its certificate chain
     key_password: str | None = None  # ssl.key.password: of an encrypted private key
     truststore: Path | None = None  # ssl.truststore.location: the CAs of client certificates
     client_auth: str = "none"  # ssl.client.auth
     protocols: tuple[str, ...] = ("TLSv1.2", "TLSv1.3")  # ssl.enabled.protocols
     cipher_suites: tuple[str, ...] = ()  # ssl.cipher.suites; empty: OpenSSL's defaults
+    keystore_type: str = "PEM"  # ssl.keystore.type: PEM or PKCS12
+    keystore_password: str | None = None  # ssl.keystore.password (PKCS12)
+    keystore_key: str | None = None  # ssl.keystore.key: inline PEM, with the chain below
+    keystore_certificate_chain: str | None = None  # ssl.keystore.certificate.chain
+    truststore_type: str = "PEM"  # ssl.truststore.type: PEM or PKCS12
+    truststore_password: str | None = None  # ssl.truststore.password (PKCS12)
+    truststore_certificates: str | None = None  # ssl.truststore.certificates: inline PEM
 
 
 def openssl_cipher_name(iana: str) -> str:
@@ -107,34 +137,16 @@ def build_context(settings: TlsSettings) -> ssl.SSLContext:
     context.minimum_version, context.maximum_version = versions[0], versions[-1]
     if settings.cipher_suites:
         _ciphers(context, settings.cipher_suites)
-    try:
-        context.load_cert_chain(settings.keystore, password=settings.key_password)
-    except FileNotFoundError:
-        raise TlsSettingsError(
-            f"ssl.keystore.location {str(settings.keystore)!r}: no such file"
-        ) from None
-    except ssl.SSLError as exc:
-        raise TlsSettingsError(
-            f"ssl.keystore.location {str(settings.keystore)!r}: not a PEM private key and "
-            f"certificate chain it can use ({exc.reason or exc}; a wrong ssl.key.password?)"
-        ) from None
     if settings.client_auth not in CLIENT_AUTH:
         raise TlsSettingsError(
             f"ssl.client.auth: expected none, requested or required, got {settings.client_auth!r}"
         )
-    if settings.truststore is not None:
-        try:
-            context.load_verify_locations(cafile=settings.truststore)
-        except FileNotFoundError:
-            raise TlsSettingsError(
-                f"ssl.truststore.location {str(settings.truststore)!r}: no such file"
-            ) from None
-        except ssl.SSLError as exc:
-            raise TlsSettingsError(
-                f"ssl.truststore.location {str(settings.truststore)!r}: no PEM certificate "
-                f"in it ({exc.reason or exc})"
-            ) from None
-    elif settings.client_auth != "none":
+    try:
+        load_keystore(context, settings)
+        trusted = load_truststore(context, settings)
+    except KeystoreError as exc:
+        raise TlsSettingsError(str(exc)) from None
+    if not trusted and settings.client_auth != "none":
         raise TlsSettingsError(
             f"ssl.client.auth={settings.client_auth} needs ssl.truststore.location (the CAs "
             "client certificates are checked against)"
@@ -219,8 +231,6 @@ class TlsSession:
     """One connection's TLS, sans-IO: `receive(bytes)` -> (application bytes, bytes to
     send); `send(bytes)` -> bytes to send. TlsError when the peer breaks TLS."""
 
-    _CHUNK = 256 * 1024
-
     def __init__(self, context: ssl.SSLContext) -> None:
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()
@@ -237,7 +247,6 @@ class TlsSession:
             if data[0] != 0x16:
                 raise TlsError(f"not a TLS handshake (first byte 0x{data[0]:02x})")
         self._incoming.write(data)
-        app = bytearray()
         try:
             if not self.handshake_done:
                 try:
@@ -245,20 +254,47 @@ class TlsSession:
                 except ssl.SSLWantReadError:
                     return b"", self._outgoing.read()
                 self.handshake_done = True
-            while True:
-                try:
-                    chunk = self._obj.read(self._CHUNK)
-                except ssl.SSLWantReadError:
-                    break
-                if not chunk:  # close_notify from the peer
-                    self._answer_close()
-                    break
-                app += chunk
+            app = self._decrypt()
         except ssl.SSLZeroReturnError:
             self._answer_close()
+            app = b""
         except ssl.SSLError as exc:
             raise TlsError(f"TLS failed: {exc.reason or exc}") from None
-        return bytes(app), self._outgoing.read()
+        return app, self._outgoing.read()
+
+    def _decrypt(self) -> bytes:
+        """All the application data the records received so far hold.
+
+        OpenSSL gives one record (16 KiB at most) per read, so a 1 MiB produce request
+        takes 64 reads. `read(n)` would make a bytes object of n for each record, then
+        shrink it: while glibc maps blocks that large (until a large free raises its
+        threshold) each costs an mmap, page faults, an mremap and a munmap, 3x the
+        decryption. The records go instead into the thread's scratch buffer (sized for
+        the ciphertext waiting plus a record OpenSSL may hold), neither allocated nor
+        zeroed per receive, and come out in one bytes copy.
+        """
+        buf = _scratch(self._incoming.pending + self._obj.pending() + _RECORD_ROOM)
+        parts: list[bytes] = []
+        n = 0
+        with memoryview(buf) as view:
+            while True:
+                if n == len(buf):  # OpenSSL held more than the estimate: keep reading
+                    parts.append(bytes(view))
+                    n = 0
+                try:
+                    # With a buffer, read returns the count (typeshed says bytes).
+                    got = cast(int, self._obj.read(len(buf) - n, view[n:]))
+                except ssl.SSLWantReadError:
+                    break
+                except ssl.SSLZeroReturnError:  # close_notify, said the other way
+                    got = 0
+                if not got:  # close_notify from the peer: keep what came before it
+                    self._answer_close()
+                    break
+                n += got
+            if n or not parts:
+                parts.append(bytes(view[:n]))
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def _answer_close(self) -> None:
         """The client's close_notify is answered with ours, as TLS asks: clients wait

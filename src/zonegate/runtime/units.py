@@ -8,7 +8,10 @@ for a `.ms` setting, so Kafka's own config lines read the same.
 
 from __future__ import annotations
 
+import argparse
 import re
+from collections.abc import Callable
+from typing import Any
 
 SIZE_UNITS = {
     "": 1,
@@ -46,3 +49,20 @@ def _parse(text: str, units: dict[str, int], what: str) -> float:
     if m is None or m.group(2).lower() not in units:
         raise UnitError(f"expected {what}, got {text!r}")
     return float(m.group(1)) * units[m.group(2).lower()]
+
+
+def at_least(lo: float, kind: type[int] | type[float]) -> Callable[[str], Any]:
+    """An argparse type: a number of `kind`, refused by name when below `lo` (argparse
+    then names the flag). Every command's plain numbers use it."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {kind.__name__}, got {text!r}") from None
+        if value < lo:
+            raise argparse.ArgumentTypeError(f"must be at least {lo:g}, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse

@@ -20,6 +20,8 @@ services are:
   replica list as Kafka shows it (services/reassignment.py).
 - `UserScram`: users' SCRAM credentials (KIP-554): AlterUserScramCredentials,
   DescribeUserScramCredentials, and the look-up SASL SCRAM makes (services/scram.py).
+- `Authorizer`: Kafka's ACLs: every check a handler makes, authorized operations
+  (KIP-430), CreateAcls, DescribeAcls, DeleteAcls (services/authorizer.py).
 
 `Services` bundles them; the request context carries it (proxy/context.py).
 The value types handlers pass are defined where their owners are and named
@@ -45,13 +47,27 @@ from zonegate.coordinator.describe import (
 )
 from zonegate.coordinator.service import GroupSummary, OffsetToCommit
 from zonegate.metastore.models import (
+    AclBinding,
+    AclOperation,
+    AclPermission,
     CommittedOffset,
     NodeRecord,
     PartitionInfo,
+    PatternType,
     QuotaEntity,
+    ResourceType,
     TopicExists,
     TopicInfo,
 )
+from zonegate.services.acl_filters import (
+    AclFilter,
+    operation,
+    pattern_type,
+    permission,
+    resource_type,
+    unbindable,
+)
+from zonegate.services.authorizer import DeleteResult
 from zonegate.services.catalog import InvalidTopic, check_topic_name
 from zonegate.services.credentials import ScramCredentialSource
 from zonegate.services.log_dirs import PartitionSize
@@ -73,6 +89,14 @@ ANONYMOUS = "User:ANONYMOUS"  # the principal of every request until SASL exists
 
 __all__ = [
     "ANONYMOUS",
+    "AclBinding",
+    "AclFilter",
+    "AclOperation",
+    "AclPermission",
+    "Authorizer",
+    "DeleteResult",
+    "PatternType",
+    "ResourceType",
     "BROKER_DEFAULT_NAMES",
     "NULL_DEFAULT_BROKER_NAMES",
     "TOPIC_CONFIGS",
@@ -124,6 +148,11 @@ __all__ = [
     "WritePath",
     "apply_incremental",
     "check_topic_name",
+    "operation",
+    "pattern_type",
+    "permission",
+    "resource_type",
+    "unbindable",
     "effective",
     "validate_topic_configs",
 ]
@@ -517,6 +546,49 @@ class UserScram(ScramCredentialSource, Protocol):
         ...
 
 
+# -- ACLs ---------------------------------------------------------------------------
+class Authorizer(Protocol):
+    @property
+    def enabled(self) -> bool:
+        """Whether authorizer.class.name names Kafka's StandardAuthorizer."""
+        ...
+
+    def authorize(
+        self,
+        principal: str,
+        host: str,
+        op: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+        *,
+        request: str,
+        log_denied: bool = True,
+    ) -> bool:
+        """Whether the principal, from `host`, may do `op` on the resource; a denial is
+        counted, and logged (rate-limited) when `log_denied`. True with no authorizer."""
+        ...
+
+    def authorize_by_resource_type(
+        self, principal: str, host: str, op: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """Whether `op` is allowed on some resource of the type (KIP-679)."""
+        ...
+
+    def authorized_operations(
+        self, principal: str, host: str, resource_type: ResourceType, name: str
+    ) -> int:
+        """KIP-430's bit field of the operations held on the resource."""
+        ...
+
+    async def create_acls(
+        self, acls: Sequence[AclBinding]
+    ) -> list[tuple[ErrorCode, str | None]]: ...
+
+    async def describe_acls(self, acl_filter: AclFilter) -> list[AclBinding]: ...
+
+    async def delete_acls(self, filters: Sequence[AclFilter]) -> list[DeleteResult]: ...
+
+
 @dataclass(frozen=True)
 class Services:
     cluster: Cluster
@@ -529,3 +601,4 @@ class Services:
     log_dirs: LogDirs
     leadership: Leadership
     scram: UserScram
+    authorizer: Authorizer

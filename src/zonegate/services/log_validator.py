@@ -10,7 +10,8 @@ The rules, in the order they are applied (the first broken one answers):
 - the batches' framing (records/batch.py `validate_batches`): magic 2, lengths,
   CRC32C, record count, codec; CORRUPT_MESSAGE;
 - each batch within max.message.bytes (MESSAGE_TOO_LARGE), and neither
-  transactional nor a control batch (INVALID_RECORD: not supported yet);
+  transactional nor a control batch (INVALID_RECORD: not supported yet), nor a
+  producer id's batch with a negative base sequence (INVALID_RECORD, Kafka's message);
 - then batch by batch: a compacted topic's records must have keys
   (INVALID_RECORD); CreateTime records within the topic's timestamp window
   (INVALID_TIMESTAMP), or the batch stamped for LogAppendTime; the batch
@@ -96,6 +97,12 @@ def _validate(
             )
         if h.is_transactional or h.is_control:
             return Refused(ErrorCode.invalid_record, "transactional batches are not supported")
+        if h.producer_id >= 0 and h.base_sequence < 0:
+            return Refused(
+                ErrorCode.invalid_record,
+                f"Invalid sequence number {h.base_sequence} in record batch with producerId "
+                f"{h.producer_id} in topic partition {topic_partition}",
+            )
     before, after = rules.timestamp_before_max_ms, rules.timestamp_after_max_ms
     out: list[StoredBatch] = []
     pos = 0

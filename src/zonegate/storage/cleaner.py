@@ -25,6 +25,7 @@ docs/storage.md, "Compacted topics"):
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -76,17 +77,21 @@ def clean_key(key: str, horizon: int | None) -> str:
     return f"{key}{CLEAN_MARK}{'' if horizon is None else horizon}"
 
 
+# A stream object's name: first and last offset, leader epoch, random token
+# (storage/stream_objects.py), then the clean mark and its horizon if cleaning wrote it.
+_MARKED = re.compile(r"\d+-\d+--?\d+-[0-9a-f]+(?:" + CLEAN_MARK + r"(\d*))?")
+
+
 def clean_mark(key: str) -> tuple[bool, int | None]:
-    """(whether the object was written by cleaning, the delete horizon its key carries)."""
+    """(whether the object was written by cleaning, the delete horizon its key carries).
+    The mark is read after the random token, never inside it: a token such as
+    `c4769217` is not a mark with horizon 4769217."""
     if not is_stream_key(key):
         return False, None
-    at = key.rfind(CLEAN_MARK)
-    tail = key[at + len(CLEAN_MARK) :] if at >= 0 else "x"
-    if tail == "":
-        return True, None
-    if tail.isdigit():
-        return True, int(tail)
-    return False, None
+    m = _MARKED.fullmatch(key.rsplit("/", 1)[-1])
+    if m is None or m.group(1) is None:
+        return False, None
+    return True, int(m.group(1)) if m.group(1) else None
 
 
 # -- 1. the decision ----------------------------------------------------------------

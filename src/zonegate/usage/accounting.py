@@ -1,7 +1,7 @@
 """Counts every byte a node sends or receives, by who it served and where it went.
 
 Keys follow docs/usage-records.md: (kind, client zone, peer zone, leader zone,
-topic, client id). Two views: cumulative totals for /metrics, and per-interval
+topic, client id, principal). Two views: cumulative totals for /metrics, and per-interval
 deltas that the usage writer drains into Parquet records.
 """
 
@@ -26,6 +26,7 @@ class TrafficKey(NamedTuple):
     leader_zone: str
     topic: str
     client_id: str
+    principal: str = ""  # the client's (User:alice), "" for node and S3 traffic
 
 
 @dataclass(slots=True)
@@ -56,11 +57,12 @@ class Accounting:
         leader_zone: str = "",
         topic: str = "",
         client_id: str = "",
+        principal: str = "",
         bytes_in: int = 0,
         bytes_out: int = 0,
         requests: int = 0,
     ) -> None:
-        key = TrafficKey(kind, client_zone, peer_zone, leader_zone, topic, client_id)
+        key = TrafficKey(kind, client_zone, peer_zone, leader_zone, topic, client_id, principal)
         self.totals[key].add(bytes_in, bytes_out, requests)
         self._interval[key].add(bytes_in, bytes_out, requests)
 

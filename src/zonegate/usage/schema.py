@@ -1,16 +1,17 @@
-"""The usage-record schema (docs/usage-records.md, schema_version 2) as Arrow and Spark see it.
+"""The usage-record schema (docs/usage-records.md, schema_version 3) as Arrow and Spark see it.
 
 Readers accept exactly the versions listed here and stop, naming the version,
-on any other. Version 1 records (before S3 requests were counted by purpose)
-are read as version 2 ones with the columns they lack at their defaults.
+on any other. Version 1 records (before S3 requests were counted by purpose) and
+version 2 ones (before the principal) are read as version 3 ones with the
+columns they lack at their defaults.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2
-KNOWN_VERSIONS = frozenset({1, SCHEMA_VERSION})
+SCHEMA_VERSION = 3
+KNOWN_VERSIONS = frozenset({1, 2, SCHEMA_VERSION})
 USAGE_PREFIX = "usage/"
 
 KINDS = ("produce_data", "fetch_data", "forward_rpc", "other", "s3", "storage")
@@ -44,6 +45,9 @@ ARROW_SCHEMA = pa.schema(
         ("s3_purpose", pa.string()),
         ("s3_list_requests", pa.int64()),
         ("s3_delete_requests", pa.int64()),
+        # Version 3: the authenticated principal of the client's requests (User:alice;
+        # User:ANONYMOUS where nobody authenticated), "" on node and S3 rows.
+        ("principal", pa.string()),
     ]
 )
 # What a version-1 record holds in the columns version 2 added.
@@ -52,6 +56,9 @@ V2_DEFAULTS: dict[str, str | int] = {
     "s3_list_requests": 0,
     "s3_delete_requests": 0,
 }
+# What a version-1 or version-2 record holds in the column version 3 added: no
+# principal was recorded.
+V3_DEFAULTS: dict[str, str | int] = {"principal": ""}
 COLUMNS = tuple(ARROW_SCHEMA.names)
 
 # The same schema as a Spark DDL string (kept here so pyspark need not be imported).
@@ -86,13 +93,13 @@ def check_versions(versions: list[int], where: str = "") -> None:
 
 
 def conform(table: pa.Table, where: str) -> pa.Table:
-    """Check one object's version, then return exactly the current columns in order (a
-    version-1 object's missing ones at their defaults)."""
+    """Check one object's version, then return exactly the current columns in order (an
+    older object's missing ones at their defaults)."""
     if "schema_version" not in table.column_names:
         raise UsageInputError(f"{where} has no schema_version column: not a usage record")
     versions = table.column("schema_version").unique().to_pylist()
     check_versions([int(v) for v in versions if v is not None], where)
-    for name, default in V2_DEFAULTS.items():
+    for name, default in {**V2_DEFAULTS, **V3_DEFAULTS}.items():
         if name not in table.column_names:
             field = ARROW_SCHEMA.field(name)
             table = table.append_column(field, pa.array([default] * table.num_rows, field.type))

@@ -9,7 +9,8 @@ Requests and SASL tokens in, decisions out; the server moves the bytes. States:
     any --failure--> FAILED (the server answers after failed_auth_delay_ms, then closes)
 
 `admits` says which requests each state serves (`_ADMITTED`); anything else
-closes the connection, as Kafka's authenticator does. PLAINTEXT and SSL
+closes the connection, as Kafka's authenticator does (after SaslHandshake, with
+that API's ILLEGAL_SASL_STATE answer first, as Kafka's handleSaslToken). PLAINTEXT and SSL
 listeners have no SASL: every request is served and SaslHandshake /
 SaslAuthenticate answer ILLEGAL_SASL_STATE, as KafkaApis does.
 """
@@ -233,6 +234,10 @@ class ConnectionAuth:
                 ),
             )
         if state in (State.AUTHENTICATE, State.REAUTH_BAD_MECHANISM):
+            # Kafka's handleSaslToken answers this request with its API's error response
+            # (ILLEGAL_SASL_STATE) after the delay, then closes. In the handshake states
+            # (below) its handleKafkaRequest fails before building any answer: there the
+            # connection just closes, after the delay.
             return Decision(
                 False,
                 self._set_failed(

@@ -11,11 +11,14 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
+from zonegate.proxy.authz import authorize_cluster
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import QuotaChange
+from zonegate.services.api import AclOperation, QuotaChange
 
 
 @REGISTRY.register(49, 0, 1)
@@ -27,7 +30,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         )
         for entry in request.entries
     ]
-    results = await ctx.services.quotas.alter(entries, request.validate_only)
+    if authorize_cluster(ctx, AclOperation.ALTER_CONFIGS):
+        results = await ctx.services.quotas.alter(entries, request.validate_only)
+    else:  # as Kafka's KafkaApis: every entry refused
+        results = [(ErrorCode.cluster_authorization_failed, None)] * len(entries)
     entity_cls, entry_cls = cls(ctx, "EntityData"), cls(ctx, "EntryData")
     return make(
         cls(ctx, "AlterClientQuotasResponse"),

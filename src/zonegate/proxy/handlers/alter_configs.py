@@ -26,11 +26,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import config_refusal
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import InvalidConfig, apply_incremental
+from zonegate.services.api import AclOperation, InvalidConfig, apply_incremental
 from zonegate.services.broker_configs import (
     InvalidBrokerConfig,
     broker_config_def,
@@ -117,9 +118,16 @@ async def _answer(ctx: RequestContext, request: Any, incremental: bool, answer: 
             code, message = ErrorCode.invalid_request, "resource named twice in one request"
         else:
             seen.add(key)
+            refusal = config_refusal(
+                ctx, AclOperation.ALTER_CONFIGS, res.resource_type, res.resource_name
+            )
             ops = [(c.name, c.config_operation if incremental else 0, c.value) for c in res.configs]
-            code, message = await _alter(
-                ctx, res, ops, replace=not incremental, validate_only=request.validate_only
+            code, message = (
+                await _alter(
+                    ctx, res, ops, replace=not incremental, validate_only=request.validate_only
+                )
+                if refusal == ErrorCode.none
+                else (refusal, None)
             )
         out.append(
             make(

@@ -15,11 +15,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import authorize_cluster
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import TopicPartition
+from zonegate.services.api import AclOperation, TopicPartition
 
 API_KEY = 45
 
@@ -32,6 +33,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             wanted[(t.name, p.partition_index)] = (
                 None if p.replicas is None else tuple(int(n) for n in p.replicas)
             )
+    if not authorize_cluster(ctx, AclOperation.ALTER):
+        return make(
+            cls(ctx, "AlterPartitionReassignmentsResponse"),
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=None,
+            responses=(),
+        )
     outcomes = await ctx.services.leadership.reassign(
         wanted,
         allow_replication_factor_change=getattr(request, "allow_replication_factor_change", True),

@@ -15,18 +15,29 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
+from zonegate.proxy.authz import GROUP, TOPIC, authorize, authorized_by_name
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.handlers.groups_common import ms
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import HeartbeatRequest
+from zonegate.services.api import AclOperation, HeartbeatRequest
 
 API_KEY = 68
 
 
 @REGISTRY.register(API_KEY, 0, 1)
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    # As Kafka's KafkaApis: READ on the group, DESCRIBE on every topic subscribed by name.
+    if not authorize(ctx, AclOperation.READ, GROUP, request.group_id):
+        return _refused(ctx, ErrorCode.group_authorization_failed)
+    names = request.subscribed_topic_names or ()
+    if names and len(
+        authorized_by_name(ctx, AclOperation.DESCRIBE, TOPIC, names, lambda n: n)
+    ) < len(set(names)):
+        return _refused(ctx, ErrorCode.topic_authorization_failed)
     owned = request.topic_partitions
     req = HeartbeatRequest(
         member_id=request.member_id,
@@ -70,4 +81,17 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         member_epoch=result.member_epoch,
         heartbeat_interval=datetime.timedelta(milliseconds=result.heartbeat_interval_ms),
         assignment=assignment,
+    )
+
+
+def _refused(ctx: RequestContext, error: ErrorCode) -> Any:
+    return make(
+        cls(ctx, "ConsumerGroupHeartbeatResponse"),
+        throttle_time=NO_THROTTLE,
+        error_code=error,
+        error_message=None,
+        member_id=None,
+        member_epoch=0,
+        heartbeat_interval=datetime.timedelta(0),
+        assignment=None,
     )

@@ -9,10 +9,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import TOPIC, authorize
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, THROTTLED, cls, mutation_allowed
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.services.api import AclOperation
 
 API_KEY = 37
 
@@ -23,6 +25,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     for t in request.topics:
         code, message = ErrorCode.none, None
         try:
+            if not authorize(ctx, AclOperation.ALTER, TOPIC, t.name):
+                raise _Refused("The topic authorization is failed.")
             topic = ctx.services.topics.get(t.name)
             more = t.count - len(topic.partitions) if topic is not None else 0
             if more > 0 and not request.validate_only:
@@ -31,6 +35,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             await ctx.services.topics.add_partitions(
                 t.name, t.count, validate_only=request.validate_only
             )
+        except _Refused as exc:
+            code, message = ErrorCode.topic_authorization_failed, str(exc)
         except _Throttled as exc:
             code, message = ErrorCode.throttling_quota_exceeded, str(exc)
         except LookupError as exc:
@@ -51,4 +57,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 class _Throttled(Exception):
+    pass
+
+
+class _Refused(Exception):
     pass

@@ -15,11 +15,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import TOPIC, authorize_cluster, authorized_by_name
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, THROTTLED, cls, mutation_allowed
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
 from zonegate.services.api import (
+    AclOperation,
     InvalidConfig,
     InvalidTopic,
     TopicExists,
@@ -37,6 +39,21 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     result_cls = cls(ctx, "CreatableTopicResult")
     results = []
     seen: set[str] = set()
+    # As Kafka's KafkaApis: CREATE on the cluster, or else on each topic; the configs
+    # are shown only with DESCRIBE_CONFIGS on the topic.
+    creatable = (
+        {t.name for t in request.topics}
+        if authorize_cluster(ctx, AclOperation.CREATE, log_denied=False)
+        else authorized_by_name(ctx, AclOperation.CREATE, TOPIC, request.topics, lambda t: t.name)
+    )
+    configs_shown = authorized_by_name(
+        ctx,
+        AclOperation.DESCRIBE_CONFIGS,
+        TOPIC,
+        request.topics,
+        lambda t: t.name,
+        log_denied=False,
+    )
     for t in request.topics:
         code, message, info = ErrorCode.none, None, None
         partitions = t.num_partitions
@@ -49,6 +66,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             if t.name in seen:
                 raise _Fail(ErrorCode.invalid_request, f"topic {t.name!r} named twice")
             seen.add(t.name)
+            if t.name not in creatable:
+                raise _Fail(ErrorCode.topic_authorization_failed, "Authorization failed.")
             check_topic_name(t.name)
             if t.replication_factor == 0 or t.replication_factor < -1:
                 raise _Fail(
@@ -82,7 +101,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 topic_id=info.topic_id if info is not None else _ZERO,
                 error_code=code,
                 error_message=message,
-                topic_config_error_code=ErrorCode.none,
+                topic_config_error_code=(
+                    ErrorCode.none
+                    if t.name in configs_shown
+                    else ErrorCode.topic_authorization_failed
+                ),
                 num_partitions=partitions if ok else -1,
                 replication_factor=(1 if t.replication_factor == -1 else t.replication_factor)
                 if ok

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
+from zonegate.proxy.authz import TOPIC, authorized_by_name
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.services.api import AclOperation
 
 API_KEY = 21
 
@@ -24,11 +28,14 @@ API_KEY = 21
 async def handle(ctx: RequestContext, request: Any) -> Any:
     part_cls = cls(ctx, "DeleteRecordsPartitionResult")
     topics = []
+    allowed = authorized_by_name(ctx, AclOperation.DELETE, TOPIC, request.topics, lambda t: t.name)
     for t in request.topics:
         answers = []
         for p in t.partitions:
-            error, low = await ctx.services.produce.delete_records(
-                t.name, p.partition_index, p.offset
+            error, low = (
+                await ctx.services.produce.delete_records(t.name, p.partition_index, p.offset)
+                if t.name in allowed
+                else (ErrorCode.topic_authorization_failed, -1)
             )
             answers.append(
                 make(

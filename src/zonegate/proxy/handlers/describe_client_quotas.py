@@ -13,11 +13,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import authorize_cluster
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import QuotaFilter, QuotaRequestError
+from zonegate.services.api import AclOperation, QuotaFilter, QuotaRequestError
 
 
 @REGISTRY.register(48, 0, 1)
@@ -25,6 +26,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     filters = [QuotaFilter(c.entity_type, c.match_type, c.match) for c in request.components]
     answer = cls(ctx, "DescribeClientQuotasResponse")
     throttle = datetime.timedelta(milliseconds=ctx.throttle.ms)
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE_CONFIGS):
+        return make(
+            answer,
+            throttle_time=throttle,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=None,
+            entries=None,
+        )
     try:
         found = await ctx.services.quotas.describe(filters, request.strict)
     except QuotaRequestError as exc:

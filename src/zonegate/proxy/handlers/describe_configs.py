@@ -28,11 +28,17 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import config_refusal
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import BROKER_DEFAULT_NAMES, NULL_DEFAULT_BROKER_NAMES, TOPIC_CONFIGS
+from zonegate.services.api import (
+    BROKER_DEFAULT_NAMES,
+    NULL_DEFAULT_BROKER_NAMES,
+    TOPIC_CONFIGS,
+    AclOperation,
+)
 from zonegate.services.broker_configs import (
     DYNAMIC_BROKER_CONFIGS,
     broker_config_def,
@@ -165,7 +171,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     for res in request.resources:
         code, message = ErrorCode.none, None
         values: dict[str, Shown] = {}
-        if res.resource_type == TOPIC:
+        refusal = config_refusal(
+            ctx, AclOperation.DESCRIBE_CONFIGS, res.resource_type, res.resource_name
+        )
+        if refusal != ErrorCode.none:
+            code = refusal
+        elif res.resource_type == TOPIC:
             topic = await topics.lookup(res.resource_name)
             if topic is None:
                 code = ErrorCode.unknown_topic_or_partition

@@ -18,11 +18,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import authorize_cluster
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import PartitionSize
+from zonegate.services.api import AclOperation, PartitionSize
 
 API_KEY = 35
 
@@ -35,6 +36,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         else {t.topic: tuple(int(p) for p in t.partitions) for t in request.topics}
     )
     log_dirs = ctx.services.log_dirs
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
+        return make(
+            cls(ctx, "DescribeLogDirsResponse"),
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            results=(),
+        )
     sizes = await log_dirs.sizes(wanted, ctx.client_zone)
     by_topic: dict[str, list[PartitionSize]] = {}
     for s in sizes:

@@ -15,21 +15,24 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import authorize_cluster
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.services.api import AclOperation
 
 
 @REGISTRY.register(50, 0, 0)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     named = None if request.users is None else [u.name for u in request.users]
-    answers = await ctx.services.scram.describe(named)
+    allowed = authorize_cluster(ctx, AclOperation.DESCRIBE)
+    answers = await ctx.services.scram.describe(named) if allowed else []
     result, info = cls(ctx, "DescribeUserScramCredentialsResult"), cls(ctx, "CredentialInfo")
     return make(
         cls(ctx, "DescribeUserScramCredentialsResponse"),
         throttle_time=datetime.timedelta(milliseconds=ctx.throttle.ms),
-        error_code=ErrorCode.none,
+        error_code=ErrorCode.none if allowed else ErrorCode.cluster_authorization_failed,
         error_message=None,
         results=tuple(
             make(

@@ -15,11 +15,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import authorize_cluster
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import PREFERRED, Outcome, TopicPartition
+from zonegate.services.api import PREFERRED, AclOperation, Outcome, TopicPartition
 
 API_KEY = 43
 
@@ -30,6 +31,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     wanted: list[TopicPartition] | None = None
     if request.topic_partitions is not None:
         wanted = [(t.topic, int(p)) for t in request.topic_partitions for p in t.partitions]
+    if not authorize_cluster(ctx, AclOperation.ALTER):
+        return make(
+            cls(ctx, "ElectLeadersResponse"),
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            replica_election_results=(),
+        )
     results = await ctx.services.leadership.elect(election_type, wanted)
     by_topic: dict[str, list[tuple[int, Outcome]]] = {}
     if request.topic_partitions is not None:

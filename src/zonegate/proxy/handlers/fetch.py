@@ -5,7 +5,9 @@ partition, but the first batch of the answer is always returned whole so that
 a consumer can make progress; long polls wait up to `max_wait_ms` for
 `min_bytes`. Fetch sessions (KIP-227) are not kept: every answer has session
 id 0, which clients take as "send full requests". A consumer over its
-consumer_byte_rate quota gets an empty answer and a throttle time, as Kafka's.
+consumer_byte_rate quota gets an empty answer and a throttle time, as Kafka's. A
+topic the principal may not READ gets TOPIC_AUTHORIZATION_FAILED on each of its
+partitions and no bytes, as Kafka's KafkaApis.handleFetchRequest.
 """
 
 from __future__ import annotations
@@ -14,27 +16,41 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import TOPIC, authorized_by_name
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import FetchedPartition, FetchPartition
+from zonegate.services.api import AclOperation, FetchedPartition, FetchPartition
 
 API_KEY = 1
 
 
 @REGISTRY.register(API_KEY, 4, 12)
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    allowed = authorized_by_name(ctx, AclOperation.READ, TOPIC, request.topics, lambda t: t.topic)
     wanted = [
         FetchPartition(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes)
         for t in request.topics
+        if t.topic in allowed
         for p in t.partitions
     ]
-    parts = await ctx.services.fetch.fetch(
-        wanted,
-        max_bytes=getattr(request, "max_bytes", 0x7FFFFFFF),
-        min_bytes=request.min_bytes,
-        max_wait_s=request.max_wait.total_seconds(),
+    refused = [
+        FetchedPartition(t.topic, p.partition, ErrorCode.topic_authorization_failed)
+        for t in request.topics
+        if t.topic not in allowed
+        for p in t.partitions
+    ]
+    # With nothing allowed, Kafka answers at once rather than waiting out max_wait.
+    parts = (
+        await ctx.services.fetch.fetch(
+            wanted,
+            max_bytes=getattr(request, "max_bytes", 0x7FFFFFFF),
+            min_bytes=request.min_bytes,
+            max_wait_s=request.max_wait.total_seconds(),
+        )
+        if wanted
+        else []
     )
     size = sum(len(p.records) for p in parts)
     throttle = ctx.services.quotas.record_fetch(ctx.principal, ctx.client_id or "", size)
@@ -43,7 +59,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         # the consumer asks again from the same offsets once it has waited.
         ctx.throttle.at_least(throttle)
         parts = []
-    return _answer(ctx, parts)
+    return _answer(ctx, parts + refused)
 
 
 def _answer(ctx: RequestContext, parts: list[FetchedPartition]) -> Any:

@@ -4,7 +4,10 @@ v0-3 ask for one key, v4+ for several. The answer comes from
 `coordinator_for(group id, client zone)` (services/cluster.py): with zones, a node of the
 client's own zone (which forwards group calls to the group's real coordinator),
 so group traffic from clients never crosses zones either. Transaction
-coordinators are not served (no transactions): COORDINATOR_NOT_AVAILABLE.
+coordinators are not served (no transactions): COORDINATOR_NOT_AVAILABLE. With an
+authorizer, as Kafka's KafkaApis: a group needs DESCRIBE on it
+(GROUP_AUTHORIZATION_FAILED), a transactional id DESCRIBE on it
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import GROUP, TRANSACTIONAL_ID, authorize
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.services.api import AclOperation
 
 API_KEY = 10
 _GROUP = 0
@@ -24,6 +29,14 @@ _GROUP = 0
 
 def _lookup(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
     none = {"node_id": -1, "host": "", "port": -1}
+    resource = GROUP if key_type == _GROUP else TRANSACTIONAL_ID
+    if not authorize(ctx, AclOperation.DESCRIBE, resource, key):
+        error = (
+            ErrorCode.group_authorization_failed
+            if key_type == _GROUP
+            else ErrorCode.transactional_id_authorization_failed
+        )
+        return {**none, "error_code": error, "error_message": None}
     if key_type != _GROUP:
         return {
             **none,

@@ -6,11 +6,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import GROUP, authorize
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.handlers.groups_common import group_id_error
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.services.api import AclOperation
 
 API_KEY = 12
 
@@ -18,7 +20,9 @@ API_KEY = 12
 @REGISTRY.register(API_KEY, 0, 4)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     error = group_id_error(request.group_id)
-    if error is ErrorCode.none:
+    if not authorize(ctx, AclOperation.READ, GROUP, request.group_id):
+        error = ErrorCode.group_authorization_failed
+    elif error is ErrorCode.none:
         error = await ctx.services.groups.heartbeat(
             request.group_id,
             request.member_id,

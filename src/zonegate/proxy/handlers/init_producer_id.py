@@ -3,7 +3,9 @@
 A new producer gets a fresh id at epoch 0. A producer that names its current
 id and epoch (KIP-360, v3+) gets the same id with the epoch bumped, which
 fences its older self. Transactions are not served: a transactional id is
-refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED and a message saying so.
+refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED and a message saying so. With an
+authorizer, an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on
+some topic (KIP-679), else CLUSTER_AUTHORIZATION_FAILED, as Kafka's KafkaApis.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import TOPIC, authorize_cluster
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.services.api import AclOperation
 
 API_KEY = 22
 _MAX_EPOCH = 32767
@@ -29,6 +33,19 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             answer,
             throttle_time=NO_THROTTLE,
             error_code=ErrorCode.transactional_id_authorization_failed,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    authorizer = ctx.services.authorizer
+    if not authorize_cluster(
+        ctx, AclOperation.IDEMPOTENT_WRITE, log_denied=False
+    ) and not authorizer.authorize_by_resource_type(
+        ctx.principal, ctx.client.host, AclOperation.WRITE, TOPIC
+    ):
+        return make(
+            answer,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
             producer_id=-1,
             producer_epoch=-1,
         )

@@ -11,12 +11,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import GROUP, authorize
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.handlers.groups_common import group_id_error, ms
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import JoinRequest, JoinResult
+from zonegate.services.api import AclOperation, JoinRequest, JoinResult
 
 API_KEY = 11
 
@@ -24,7 +25,9 @@ API_KEY = 11
 @REGISTRY.register(API_KEY, 0, 9)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     error = group_id_error(request.group_id)
-    if error is not ErrorCode.none:
+    if not authorize(ctx, AclOperation.READ, GROUP, request.group_id):
+        result = JoinResult(ErrorCode.group_authorization_failed, request.member_id)
+    elif error is not ErrorCode.none:
         result = JoinResult(error, request.member_id)
     else:
         session_ms = ms(request.session_timeout)

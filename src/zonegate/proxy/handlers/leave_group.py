@@ -6,11 +6,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import GROUP, authorize
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.handlers.groups_common import group_id_error
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.services.api import AclOperation
 
 API_KEY = 13
 
@@ -22,7 +24,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     else:
         members = [(request.member_id, None)]
     error = group_id_error(request.group_id)
-    if error is ErrorCode.none and not members:
+    if not authorize(ctx, AclOperation.READ, GROUP, request.group_id):
+        # Kafka's getErrorResponse: the error alone, no members.
+        error, members = ErrorCode.group_authorization_failed, []
+    elif error is ErrorCode.none and not members:
         error = ErrorCode.invalid_request
     errors = [error] * len(members)
     if error is ErrorCode.none:

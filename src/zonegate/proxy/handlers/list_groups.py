@@ -14,10 +14,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import GROUP, authorize, authorize_cluster
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.services.api import AclOperation
 
 API_KEY = 16
 
@@ -31,7 +33,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     me = cluster.node_id
     item = cls(ctx, "ListedGroup")
     groups = []
+    # As Kafka: DESCRIBE on the cluster lists every group, else those the principal may
+    # DESCRIBE, the others left out unlogged.
+    every = authorize_cluster(ctx, AclOperation.DESCRIBE, log_denied=False)
     for g in await ctx.services.groups.list_groups():
+        if not every and not authorize(
+            ctx, AclOperation.DESCRIBE, GROUP, g.group_id, log_denied=False
+        ):
+            continue
         # Each group is listed by the node FindCoordinator names for it, as Kafka lists
         # each group on its coordinator only (admin clients ask every broker).
         found = cluster.coordinator_for(g.group_id, zone, ctx.listener)

@@ -13,18 +13,22 @@ segment here, last written at its newest record's timestamp: latest answers
 whose stamps are at or before it (none before the newest record, the log
 start from then on, the high watermark too once the time is not in the past).
 Timestamps below -2 get UNSUPPORTED_VERSION and a negative `max_num_offsets`
-INVALID_REQUEST.
+INVALID_REQUEST. A topic the principal may not DESCRIBE gets
+TOPIC_AUTHORIZATION_FAILED on each partition, as Kafka's KafkaApis.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
+from zonegate.proxy.authz import TOPIC, authorized_by_name
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import OffsetAnswer
+from zonegate.services.api import AclOperation, OffsetAnswer
 
 API_KEY = 2
 
@@ -33,10 +37,14 @@ API_KEY = 2
 async def handle(ctx: RequestContext, request: Any) -> Any:
     part_cls = cls(ctx, "ListOffsetsPartitionResponse")
     topics = []
+    allowed = authorized_by_name(
+        ctx, AclOperation.DESCRIBE, TOPIC, request.topics, lambda t: t.name
+    )
+    refused = OffsetAnswer(ErrorCode.topic_authorization_failed)
     for t in request.topics:
         answers = []
         for p in t.partitions:
-            a = await _answer(ctx, t.name, p)
+            a = await _answer(ctx, t.name, p) if t.name in allowed else refused
             # Each version's fields only: v0 its list of offsets, v1+ the one offset.
             answers.append(
                 make(

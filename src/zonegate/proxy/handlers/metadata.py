@@ -11,6 +11,12 @@ and its leader, live ones in sync, others offline (services/reassignment.py).
 Topics asked for by name that do not exist are created when both the request
 and `auto.create.topics.enable` allow it (as Kafka does); otherwise
 UNKNOWN_TOPIC_OR_PARTITION. Invalid names get INVALID_TOPIC_EXCEPTION.
+
+With an authorizer, as Kafka's KafkaApis.handleTopicMetadataRequest: a topic the
+principal may not DESCRIBE is left out of an all-topics answer and answered
+TOPIC_AUTHORIZATION_FAILED when named, without saying whether it exists; creating
+one needs CREATE on the cluster or on the topic. Authorized operations (KIP-430)
+are filled in when asked: the topics' (v8+) and the cluster's (v8-10).
 """
 
 from __future__ import annotations
@@ -20,12 +26,19 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import CLUSTER, TOPIC, authorize, authorize_cluster, operations
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.errors import PeerProtocolError
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import InvalidTopic, PartitionInfo, TopicInfo, check_topic_name
+from zonegate.services.api import (
+    AclOperation,
+    InvalidTopic,
+    PartitionInfo,
+    TopicInfo,
+    check_topic_name,
+)
 
 API_KEY = 3
 ZERO_UUID = uuid.UUID(int=0)
@@ -83,6 +96,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             offline_replicas=offline,
         )
 
+    with_operations = ctx.api_version >= 8 and getattr(
+        request, "include_topic_authorized_operations", False
+    )
+
     def topic_answer(t: TopicInfo) -> Any:
         return make(
             topic_cls,
@@ -91,6 +108,17 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             topic_id=t.topic_id,
             is_internal=False,
             partitions=tuple(partition_answer(p) for p in t.partitions),
+            topic_authorized_operations=(
+                operations(ctx, TOPIC, t.name) if with_operations else -2147483648
+            ),
+        )
+
+    def may_describe(name: str, *, log_denied: bool = True) -> bool:
+        return authorize(ctx, AclOperation.DESCRIBE, TOPIC, name, log_denied=log_denied)
+
+    def may_create(name: str) -> bool:
+        return authorize_cluster(ctx, AclOperation.CREATE, log_denied=False) or authorize(
+            ctx, AclOperation.CREATE, TOPIC, name
         )
 
     def topic_error(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_UUID) -> Any:
@@ -105,7 +133,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
     answers: list[Any] = []
     if request.topics is None or (ctx.api_version == 0 and not request.topics):
-        answers = [topic_answer(t) for t in topics.topics()]
+        # Kafka leaves out, unlogged, the topics the principal may not describe.
+        answers = [
+            topic_answer(t) for t in topics.topics() if may_describe(t.name, log_denied=False)
+        ]
     else:
         allow_create = topics.auto_create and getattr(request, "allow_auto_topic_creation", True)
         for wanted in request.topics:
@@ -117,19 +148,30 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 )
             if name is None:
                 by_id = await topics.by_id_fresh(wanted.topic_id)
-                answers.append(
-                    topic_answer(by_id)
-                    if by_id is not None
-                    else topic_error(None, ErrorCode.unknown_topic_id, wanted.topic_id)
-                )
+                if by_id is None:
+                    answers.append(topic_error(None, ErrorCode.unknown_topic_id, wanted.topic_id))
+                elif not may_describe(by_id.name):
+                    # Kafka: topic ids are not secret, so the error may name the id.
+                    answers.append(
+                        topic_error(None, ErrorCode.topic_authorization_failed, wanted.topic_id)
+                    )
+                else:
+                    answers.append(topic_answer(by_id))
                 continue
             try:
                 check_topic_name(name)
             except InvalidTopic:
                 answers.append(topic_error(name, ErrorCode.invalid_topic_exception))
                 continue
+            if not may_describe(name):
+                # Before looking it up: a refused topic is not revealed to exist.
+                answers.append(topic_error(name, ErrorCode.topic_authorization_failed))
+                continue
             t = await topics.lookup(name)
             if t is None and allow_create:
+                if not may_create(name):
+                    answers.append(topic_error(name, ErrorCode.topic_authorization_failed))
+                    continue
                 t = await topics.get_or_create(name, topics.default_partitions)
             answers.append(
                 topic_answer(t)
@@ -137,6 +179,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 else topic_error(name, ErrorCode.unknown_topic_or_partition)
             )
     brokers, controller = brokers_and_controller(ctx, cls(ctx, "MetadataResponseBroker"))
+    cluster_operations = -2147483648  # the schema's default: not asked
+    if 8 <= ctx.api_version <= 10 and request.include_cluster_authorized_operations:
+        cluster_operations = (
+            operations(ctx, CLUSTER, "kafka-cluster")
+            if authorize_cluster(ctx, AclOperation.DESCRIBE)
+            else 0
+        )
     return make(
         cls(ctx, "MetadataResponse"),
         throttle_time=NO_THROTTLE,
@@ -144,5 +193,5 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         cluster_id=cluster.cluster_id,
         controller_id=controller,
         topics=tuple(answers),
-        cluster_authorized_operations=-2147483648,
+        cluster_authorized_operations=cluster_operations,
     )

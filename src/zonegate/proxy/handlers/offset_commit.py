@@ -19,12 +19,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import GROUP, TOPIC, authorize, authorized_by_name
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.handlers.groups_common import group_id_error, topic_partition_errors
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import OffsetToCommit
+from zonegate.services.api import AclOperation, OffsetToCommit
 
 API_KEY = 8
 
@@ -45,16 +46,30 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     ]
     error = group_id_error(request.group_id)
     errors: list[ErrorCode]
-    if error is not ErrorCode.none:
+    if not authorize(ctx, AclOperation.READ, GROUP, request.group_id):
+        errors = [ErrorCode.group_authorization_failed] * len(offsets)
+    elif error is not ErrorCode.none:
         errors = [error] * len(offsets)
     else:
-        errors = await ctx.services.groups.commit_offsets(
-            request.group_id,
-            getattr(request, "generation_id_or_member_epoch", -1),
-            getattr(request, "member_id", ""),
-            getattr(request, "group_instance_id", None),
-            offsets,
+        # As Kafka: READ on each topic; a refused one fails its partitions alone.
+        allowed = authorized_by_name(
+            ctx, AclOperation.READ, TOPIC, request.topics, lambda t: t.name
         )
+        committed = iter(
+            await ctx.services.groups.commit_offsets(
+                request.group_id,
+                getattr(request, "generation_id_or_member_epoch", -1),
+                getattr(request, "member_id", ""),
+                getattr(request, "group_instance_id", None),
+                [o for o in offsets if o.topic in allowed],
+            )
+            if allowed
+            else []
+        )
+        errors = [
+            next(committed) if o.topic in allowed else ErrorCode.topic_authorization_failed
+            for o in offsets
+        ]
     return make(
         cls(ctx, "OffsetCommitResponse"),
         throttle_time=NO_THROTTLE,

@@ -5,6 +5,11 @@ committed offset of the group. v9 names the asking member and its epoch
 (KIP-848), checked against the group. v0 reads the same offsets as v1: Kafka
 3.9 read v0 from ZooKeeper in ZooKeeper mode (and refused it in KRaft mode);
 zonegate has one offset store, so what OffsetCommit v0 wrote, v0 reads back.
+
+As Kafka's KafkaApis: a group the principal may not DESCRIBE answers
+GROUP_AUTHORIZATION_FAILED; a topic asked for by name that it may not DESCRIBE
+answers TOPIC_AUTHORIZATION_FAILED on its partitions, and a request for every
+offset leaves such topics out.
 """
 
 from __future__ import annotations
@@ -13,22 +18,46 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import GROUP, TOPIC, authorize, authorized_by_name
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import CommittedOffset
+from zonegate.services.api import AclOperation, CommittedOffset
 
 API_KEY = 9
+REFUSED = -2  # the commit time marking a partition answered TOPIC_AUTHORIZATION_FAILED
 
 
 async def _fetch(
     ctx: RequestContext, group_id: str, topics: Any, member_id: str | None, member_epoch: int
 ) -> tuple[ErrorCode, list[CommittedOffset]]:
-    wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
+    if not authorize(ctx, AclOperation.DESCRIBE, GROUP, group_id):
+        return ErrorCode.group_authorization_failed, []
     if not group_id:
         return ErrorCode.invalid_group_id, []
-    return await ctx.services.groups.fetch_offsets(group_id, wanted, member_id, member_epoch)
+    if topics is None:
+        error, found = await ctx.services.groups.fetch_offsets(
+            group_id, None, member_id, member_epoch
+        )
+        allowed = authorized_by_name(
+            ctx, AclOperation.DESCRIBE, TOPIC, found, lambda o: o.topic, log_denied=False
+        )
+        return error, [o for o in found if o.topic in allowed]
+    allowed = authorized_by_name(ctx, AclOperation.DESCRIBE, TOPIC, topics, lambda t: t.name)
+    wanted = [(t.name, p) for t in topics if t.name in allowed for p in t.partition_indexes]
+    error, found = (
+        await ctx.services.groups.fetch_offsets(group_id, wanted, member_id, member_epoch)
+        if wanted or not topics
+        else (ErrorCode.none, [])
+    )
+    refused = [
+        CommittedOffset(t.name, p, -1, -1, "", REFUSED)
+        for t in topics
+        if t.name not in allowed
+        for p in t.partition_indexes
+    ]
+    return error, found + refused
 
 
 def _topics(
@@ -49,7 +78,11 @@ def _topics(
                     committed_offset=o.offset,
                     committed_leader_epoch=o.leader_epoch,
                     metadata=o.metadata,
-                    error_code=ErrorCode.none,
+                    error_code=(
+                        ErrorCode.topic_authorization_failed
+                        if o.commit_ms == REFUSED
+                        else ErrorCode.none
+                    ),
                 )
                 for o in parts
             ),

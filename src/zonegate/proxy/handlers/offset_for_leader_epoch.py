@@ -11,17 +11,22 @@ Without this API those clients stop fetching the partition for good after its
 leader moves (kafka-python logs IncompatibleBrokerVersion and retries forever).
 
 v0-1 carry no current leader epoch, so nothing is fenced (as in Kafka 3.9);
-v0's answer has no epoch, only the end offset.
+v0's answer has no epoch, only the end offset. A topic the principal may not
+DESCRIBE gets TOPIC_AUTHORIZATION_FAILED on each partition, as Kafka's KafkaApis.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
+from zonegate.proxy.authz import TOPIC, authorized_by_name
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
+from zonegate.services.api import AclOperation, OffsetAnswer
 
 API_KEY = 23
 
@@ -30,11 +35,19 @@ API_KEY = 23
 async def handle(ctx: RequestContext, request: Any) -> Any:
     part_cls = cls(ctx, "EpochEndOffset")
     topics = []
+    allowed = authorized_by_name(
+        ctx, AclOperation.DESCRIBE, TOPIC, request.topics, lambda t: t.topic
+    )
+    refused = OffsetAnswer(ErrorCode.topic_authorization_failed)
     for t in request.topics:
         answers = []
         for p in t.partitions:
-            a = await ctx.services.fetch.epoch_end(
-                t.topic, p.partition, getattr(p, "current_leader_epoch", -1), p.leader_epoch
+            a = (
+                await ctx.services.fetch.epoch_end(
+                    t.topic, p.partition, getattr(p, "current_leader_epoch", -1), p.leader_epoch
+                )
+                if t.topic in allowed
+                else refused
             )
             answers.append(
                 make(

@@ -3,7 +3,9 @@
 A bad batch fails only its partition (CORRUPT_MESSAGE and the reason). The
 answer waits until the batches are in the object store and indexed by their
 partitions' leaders: acks=1 and acks=-1 both mean "durable and indexed".
-acks=0 is processed the same way but never answered.
+acks=0 is processed the same way but never answered. A topic the principal may not
+WRITE gets TOPIC_AUTHORIZATION_FAILED on each of its partitions and nothing of it is
+written, as Kafka's KafkaApis.handleProduceRequest.
 """
 
 from __future__ import annotations
@@ -11,22 +13,33 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
+from zonegate.proxy.authz import TOPIC, authorized_by_name
 from zonegate.proxy.codec import EncodedBody
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.registry import REGISTRY
-from zonegate.services.api import ProducedPartition, ProducePartition
+from zonegate.services.api import AclOperation, ProducedPartition, ProducePartition
 
 API_KEY = 0
 
 
 @REGISTRY.register(API_KEY, 3, 11)
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    allowed = authorized_by_name(
+        ctx, AclOperation.WRITE, TOPIC, request.topic_data, lambda t: t.name
+    )
     parts = [
         ProducePartition(topic_data.name, pd.index, pd.records)
         for topic_data in request.topic_data
+        if topic_data.name in allowed
         for pd in topic_data.partition_data
     ]
-    answers = await ctx.services.produce.produce(parts, client=ctx.client.describe())
+    answers = (
+        await ctx.services.produce.produce(parts, client=ctx.client.describe()) if parts else []
+    )
+    if len(allowed) < len({t.name for t in request.topic_data}):
+        answers = _with_refused(request, allowed, answers)
     # Kafka records the whole request's size against producer_byte_rate, after the
     # append; an acks=0 producer over its quota is muted without an answer.
     ctx.throttle.at_least(
@@ -35,6 +48,25 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if request.acks == 0:
         return None
     return _encode_answer(ctx.api_version, answers)
+
+
+def _with_refused(
+    request: Any, allowed: set[str], answers: list[ProducedPartition]
+) -> list[ProducedPartition]:
+    """The answers in the request's order, the refused topics' partitions among them."""
+    done = iter(answers)
+    out = []
+    for topic_data in request.topic_data:
+        for pd in topic_data.partition_data:
+            if topic_data.name in allowed:
+                out.append(next(done))
+            else:
+                out.append(
+                    ProducedPartition(
+                        topic_data.name, pd.index, ErrorCode.topic_authorization_failed
+                    )
+                )
+    return out
 
 
 _I16 = struct.Struct(">h")

@@ -6,12 +6,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from zonegate.proxy.authz import GROUP, authorize
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import NO_THROTTLE, cls
 from zonegate.proxy.handlers.groups_common import group_id_error
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
-from zonegate.services.api import SyncResult
+from zonegate.services.api import AclOperation, SyncResult
 
 API_KEY = 14
 
@@ -19,7 +20,9 @@ API_KEY = 14
 @REGISTRY.register(API_KEY, 0, 5)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     error = group_id_error(request.group_id)
-    if error is not ErrorCode.none:
+    if not authorize(ctx, AclOperation.READ, GROUP, request.group_id):
+        result = SyncResult(ErrorCode.group_authorization_failed)
+    elif error is not ErrorCode.none:
         result = SyncResult(error)
     else:
         result = await ctx.services.groups.sync(

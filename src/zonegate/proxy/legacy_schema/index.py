@@ -19,4 +19,7 @@ MODULES: dict[tuple[int, int], str] = {
     (23, 1): "offset_for_leader_epoch_v1",
     (32, 0): "describe_configs_v0",
     (35, 0): "describe_log_dirs_v0",
+    (29, 0): "describe_acls_v0",
+    (30, 0): "create_acls_v0",
+    (31, 0): "delete_acls_v0",
 }

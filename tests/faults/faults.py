@@ -1,0 +1,221 @@
+"""The faults of issue 28, each injected into the shared proxied cluster
+(tests/faults/cluster.py) under the running workload and healed before it returns:
+its figures as lines, and the measures a test bounds or the benchmark
+(benchmarks/faults.py) reports. The tests and the benchmark run the same code."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tests.cluster_harness import wait_until
+from tests.faults.cluster import ProxiedCluster
+from tests.faults.workload import Workload
+
+LOST_ZONE = "zone-c"
+
+
+@dataclass
+class Outcome:
+    lines: list[str] = field(default_factory=list)
+    measures: dict[str, float] = field(default_factory=dict)
+
+
+Fault = Callable[[ProxiedCluster, Workload], Outcome]
+
+
+def latency(latencies: list[float]) -> str:
+    """p50 and p99 of acknowledgement latencies, in ms."""
+    if not latencies:
+        return "no acknowledgement"
+    return f"p50 {1000 * _at(latencies, 0.5):.0f} ms, p99 {1000 * _at(latencies, 0.99):.0f} ms"
+
+
+def _at(latencies: list[float], q: float) -> float:
+    return latencies[min(len(latencies) - 1, int(q * len(latencies)))]
+
+
+Stages = dict[tuple[str, str], tuple[float, float]]  # (zone, stage) -> (sum s, count)
+
+
+def _stages(cluster: ProxiedCluster) -> Stages:
+    """Every node's produce-stage histograms (seal wait, PUT, leaders' commit), summed
+    per zone, from their /metrics."""
+    out: dict[tuple[str, str], tuple[float, float]] = {}
+    for n in cluster.nodes:
+        for name, labels, value in n.node.metrics():
+            kind = name.removeprefix("zonegate_produce_stage_seconds_")
+            if kind in ("sum", "count"):
+                key = (n.zone, labels["stage"])
+                total, count = out.get(key, (0.0, 0.0))
+                out[key] = (total + value, count) if kind == "sum" else (total, count + value)
+    return out
+
+
+def _stage_lines(before: Stages, after: Stages, what: str) -> list[str]:
+    """Each zone's mean time per produce stage between two readings."""
+    lines = []
+    for zone in sorted({z for z, _ in after}):
+        parts = []
+        for (z, stage), (total, count) in sorted(after.items()):
+            t0, c0 = before.get((z, stage), (0.0, 0.0))
+            if z == zone and count > c0:
+                parts.append(f"{stage} {1000 * (total - t0) / (count - c0):.0f} ms")
+        lines.append(f"{zone} nodes' mean produce stages {what}: {', '.join(parts)}")
+    return lines
+
+
+def _settled(w: Workload) -> None:
+    assert wait_until(lambda: w.acked_since(time.monotonic() - 0.5), 60), "producers resumed"
+
+
+def zone_lost(cluster: ProxiedCluster, w: Workload) -> Outcome:
+    """Every node of one zone killed -9 for two leases and a little more."""
+    lease_s = cluster.lease_ms / 1000
+    lost_at = time.monotonic()
+    for n in cluster.in_zone(LOST_ZONE):
+        n.node.kill9()
+    # The proxies in front of the dead nodes refuse connections, as the hosts of dead
+    # processes do (an open proxy would accept and then close them).
+    for name in cluster.proxies_to(LOST_ZONE):
+        cluster.toxi.set_enabled(name, False)
+    time.sleep(2 * lease_s + 2)
+    until = time.monotonic()
+    others = w.longest_stall(lost_at, until, [p for p in w.producers if p.zone != LOST_ZONE])
+    moved = w.longest_stall(lost_at, until, [p for p in w.producers if p.zone == LOST_ZONE])
+    cluster.toxi.reset()
+    for n in cluster.in_zone(LOST_ZONE):
+        n.node.start()
+    cluster.wait_ready()
+    # Produce on while the controller's leader balance (every 10 s) moves partitions
+    # back to the returned nodes: moves under load, with Appends in flight.
+    time.sleep(12.0)
+    return Outcome(
+        [
+            f"{LOST_ZONE}'s nodes killed -9: other zones' producers' longest stall "
+            f"{others:.2f} s (lease {lease_s:.0f} s)",
+            f"{LOST_ZONE}'s producer, through other zones' nodes: longest stall {moved:.2f} s",
+        ],
+        {"others": others, "moved": moved, "recovery": max(others, moved)},
+    )
+
+
+def zone_cut(cluster: ProxiedCluster, w: Workload, cut_s: float = 10.0) -> Outcome:
+    """One zone's nodes cut off from the other zones' nodes (packets dropped both ways,
+    connections left open) while they still reach S3 and PostgreSQL."""
+    proxies = list(cluster.rpc_proxies(LOST_ZONE))
+    cut_at = time.monotonic()
+    for name in proxies:
+        for stream in ("upstream", "downstream"):
+            cluster.toxi.add_toxic(name, f"cut-{stream}", "timeout", {"timeout": 0}, stream=stream)
+    time.sleep(cut_s)
+    until = time.monotonic()
+    cluster.toxi.reset()
+    stall = w.longest_stall(cut_at, until)
+    return Outcome(
+        [
+            f"{LOST_ZONE} cut off from the other zones' nodes for {cut_s:.0f} s "
+            f"({len(proxies)} links): longest stall {stall:.2f} s"
+        ],
+        {"recovery": stall},
+    )
+
+
+def s3_links(cluster: ProxiedCluster, w: Workload) -> Outcome:
+    """One zone's S3 link: 100 ms latency for 5 s, then reset for 3 s, then half-open
+    (no answer, no close) for 5 s."""
+    proxy, out = f"s3-{LOST_ZONE}", Outcome()
+    base_from, base = time.monotonic(), _stages(cluster)
+    time.sleep(3.0)
+    slow_from, slow = time.monotonic(), _stages(cluster)
+    cluster.toxi.add_toxic(proxy, "slow", "latency", {"latency": 100})
+    time.sleep(5.0)
+    slow_until = time.monotonic()
+    cluster.toxi.reset()
+    out.lines += _stage_lines(base, slow, "before")
+    out.lines += _stage_lines(slow, _stages(cluster), "with 100 ms added")
+    for p in w.producers:
+        slow = p.latencies(slow_from + 1, slow_until - 1)
+        out.lines.append(
+            f"{p.zone} produce {latency(p.latencies(base_from, slow_from))} before, "
+            f"{latency(slow)} with 100 ms added to {LOST_ZONE}'s S3 link"
+        )
+        if p.zone == LOST_ZONE and slow:
+            out.measures["slow_p99_ms"] = 1000 * _at(slow, 0.99)
+    reset_from = time.monotonic()
+    cluster.toxi.add_toxic(proxy, "reset", "reset_peer", {"timeout": 0})
+    time.sleep(3.0)
+    cluster.toxi.reset()
+    _settled(w)
+    stall = w.longest_stall(reset_from, time.monotonic())
+    out.lines.append(f"{LOST_ZONE}'s S3 connections reset for 3 s: longest stall {stall:.2f} s")
+    half_from = time.monotonic()
+    cluster.toxi.add_toxic(proxy, "half-open", "timeout", {"timeout": 0})
+    time.sleep(5.0)
+    cluster.toxi.reset()
+    _settled(w)
+    stall = w.longest_stall(half_from, time.monotonic())
+    out.lines.append(f"{LOST_ZONE}'s S3 links half-open for 5 s: longest stall {stall:.2f} s")
+    return out
+
+
+def pg_link(cluster: ProxiedCluster, w: Workload) -> Outcome:
+    """One zone's PostgreSQL link: 50 ms latency for 5 s, then reset 1 s in every 2,
+    four times."""
+    proxy, out = "pg-zone-a", Outcome()
+    base_from, base = time.monotonic(), _stages(cluster)
+    time.sleep(3.0)
+    slow_from, slow = time.monotonic(), _stages(cluster)
+    cluster.toxi.add_toxic(proxy, "slow", "latency", {"latency": 50})
+    time.sleep(5.0)
+    slow_until = time.monotonic()
+    cluster.toxi.reset()
+    out.lines += _stage_lines(base, slow, "before")
+    out.lines += _stage_lines(slow, _stages(cluster), "with 50 ms added")
+    for p in w.producers:
+        out.lines.append(
+            f"{p.zone} produce {latency(p.latencies(base_from, slow_from))} before, "
+            f"{latency(p.latencies(slow_from + 1, slow_until - 1))} with 50 ms added to "
+            "zone-a's PostgreSQL link"
+        )
+    flap_from = time.monotonic()
+    for _ in range(4):
+        cluster.toxi.add_toxic(proxy, "flap", "reset_peer", {"timeout": 0})
+        time.sleep(1.0)
+        cluster.toxi.remove_toxic(proxy, "flap")
+        time.sleep(1.0)
+    _settled(w)
+    stall = w.longest_stall(flap_from, time.monotonic())
+    out.lines.append(
+        f"zone-a's PostgreSQL link reset 1 s in 2, 4 times: longest stall {stall:.2f} s"
+    )
+    return out
+
+
+def client_resets(cluster: ProxiedCluster, w: Workload) -> Outcome:
+    """Half of the client connections reset 100 ms after opening, 1 s in every 2, four
+    times."""
+    proxies = [n.client_proxy.name for n in cluster.nodes]
+    flap_from = time.monotonic()
+    for _ in range(4):
+        for name in proxies:
+            cluster.toxi.add_toxic(name, "flap", "reset_peer", {"timeout": 100}, toxicity=0.5)
+        time.sleep(1.0)
+        for name in proxies:
+            cluster.toxi.remove_toxic(name, "flap")
+        time.sleep(1.0)
+    stall = w.longest_stall(flap_from, time.monotonic())
+    return Outcome(
+        [f"client connections reset 1 s in 2, 4 times: longest stall {stall:.2f} s"],
+        {"recovery": stall},
+    )
+
+
+FAULTS: dict[str, Fault] = {
+    "zone-lost": zone_lost,
+    "zone-cut": zone_cut,
+    "s3-links": s3_links,
+    "pg-link": pg_link,
+    "client-resets": client_resets,
+}

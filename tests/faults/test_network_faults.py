@@ -1,0 +1,28 @@
+"""Issue 28's scenarios on one shared 3-zone x 2-node cluster on PostgreSQL and moto's
+S3 server, every link through Toxiproxy (tests/faults/cluster.py): three idempotent
+producers (one per zone, acks=all) and a consumer group run before, during and after
+each fault (tests/faults/faults.py); the checker (tests/faults/checker.py) must find
+nothing lost, duplicated, reordered, double-assigned or stuck. Recovery times are
+printed and kept in test-artifacts/faults.txt."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.faults.cluster import ProxiedCluster
+from tests.faults.faults import FAULTS
+from tests.faults.scenario import run_scenario
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+
+
+@pytest.mark.parametrize("name", list(FAULTS))
+def test_no_anomaly_under_the_fault(healed: ProxiedCluster, name: str) -> None:
+    report, outcome = run_scenario(healed, name, FAULTS[name])
+    assert report.ok, (report.examples(), outcome.lines)
+    if name == "zone-lost":
+        # The dead nodes' RPC ports refuse, so the controller ends their leases at its
+        # next pass (operations.md): within a lease; two bound it for the other zones'
+        # producers. The lost zone's own producer is only printed: whether librdkafka
+        # finds another zone's node is up to its re-bootstrap (2.2 s to never, in 14 s).
+        assert outcome.measures["others"] < 2 * healed.lease_ms / 1000, outcome.lines
