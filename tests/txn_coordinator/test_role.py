@@ -1,4 +1,4 @@
-"""The transaction coordinator role over a real metadata store (SQLite, a temp file), event
+"""The transaction coordinator role over a real metadata store (each backend), event
 for event as the simulation's coordinator (tests/transactions/simulation.py): writes made
 durable before answers, markers after the Prepare* write and the completion after every
 marker, takeover by epoch with the predecessor fenced, timeouts on the injected clock.
@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from zonegate.metastore.api import MetaStore, open_metastore
+from tests.metastore.backends import BACKENDS, Opener
+from zonegate.metastore.api import MetaStore
 from zonegate.metastore.models import CommittedOffset, MetaStoreUnavailable, ShardOwner
 from zonegate.runtime.clock import ManualClock
 from zonegate.transactions.coordinator_core import CoordinatorConfig
@@ -99,12 +100,19 @@ class FailingWrites:
         return getattr(self.store, name)
 
 
-def run(tmp: Path, body: Callable[[Callable[[], MetaStore], ManualClock], Awaitable[None]]) -> None:
+@pytest.fixture(params=list(BACKENDS))
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+    """Connections to one fresh store of each backend (a node process holds one each)."""
+    return BACKENDS[request.param](request, tmp_path)
+
+
+def run(opener: Opener, body: Callable[[Callable[[], MetaStore], ManualClock], Awaitable[None]]
+        ) -> None:  # fmt: skip
     async def main() -> None:
         opened: list[MetaStore] = []
 
         def store() -> MetaStore:
-            opened.append(open_metastore(f"sqlite://{tmp / 'meta.db'}"))
+            opened.append(opener())
             return opened[-1]
 
         try:
@@ -143,7 +151,7 @@ async def begin(c: TxnCoordinator, parts: set[TopicPartition], timeout_ms: int =
     return init.producer_id, init.producer_epoch
 
 
-def test_a_commit_is_durable_before_its_markers_and_complete_after_them(tmp_path: Path) -> None:
+def test_a_commit_is_durable_before_its_markers_and_complete_after_them(opener: Opener) -> None:
     async def body(open_store: Callable[[], MetaStore], clock: ManualClock) -> None:
         store = open_store()
         leaders = Leaders(store)
@@ -167,10 +175,10 @@ def test_a_commit_is_durable_before_its_markers_and_complete_after_them(tmp_path
         assert c.describe(TXN).state == "CompleteCommit"
         await c.stop()
 
-    run(tmp_path, body)
+    run(opener, body)
 
 
-def test_a_new_owner_finishes_what_the_old_one_left_and_fences_it(tmp_path: Path) -> None:
+def test_a_new_owner_finishes_what_the_old_one_left_and_fences_it(opener: Opener) -> None:
     async def body(open_store: Callable[[], MetaStore], clock: ManualClock) -> None:
         first = open_store()
         leaders = Leaders(first)
@@ -207,10 +215,10 @@ def test_a_new_owner_finishes_what_the_old_one_left_and_fences_it(tmp_path: Path
         await old.stop()
         await new.stop()
 
-    run(tmp_path, body)
+    run(opener, body)
 
 
-def test_a_transaction_past_its_timeout_is_aborted_by_the_timer(tmp_path: Path) -> None:
+def test_a_transaction_past_its_timeout_is_aborted_by_the_timer(opener: Opener) -> None:
     async def body(open_store: Callable[[], MetaStore], clock: ManualClock) -> None:
         store = open_store()
         leaders = Leaders(store)
@@ -233,11 +241,11 @@ def test_a_transaction_past_its_timeout_is_aborted_by_the_timer(tmp_path: Path) 
         assert (await c.end_txn(TXN, pid, epoch, True, TV0)).error == E.producer_fenced
         await c.stop()
 
-    run(tmp_path, body)
+    run(opener, body)
 
 
 def test_group_offsets_commit_with_the_transaction_and_a_deleted_topic_needs_no_marker(
-    tmp_path: Path,
+    opener: Opener,
 ) -> None:
     async def body(open_store: Callable[[], MetaStore], clock: ManualClock) -> None:
         store = open_store()
@@ -258,12 +266,10 @@ def test_group_offsets_commit_with_the_transaction_and_a_deleted_topic_needs_no_
         assert c.describe(TXN).state == "CompleteCommit"
         await c.stop()
 
-    run(tmp_path, body)
+    run(opener, body)
 
 
-def test_writes_the_store_refuses_are_retriable_and_a_completion_is_retried(
-    tmp_path: Path,
-) -> None:
+def test_writes_the_store_refuses_are_retriable_and_a_completion_is_retried(opener: Opener) -> None:
     async def body(open_store: Callable[[], MetaStore], clock: ManualClock) -> None:
         store = FailingWrites(open_store())
         leaders = Leaders(store.store)
@@ -280,10 +286,10 @@ def test_writes_the_store_refuses_are_retriable_and_a_completion_is_retried(
         assert row.state == TxnState.COMPLETE_COMMIT
         await c.stop()
 
-    run(tmp_path, body)
+    run(opener, body)
 
 
-def test_shards_follow_their_owner(tmp_path: Path) -> None:
+def test_shards_follow_their_owner(opener: Opener) -> None:
     async def body(open_store: Callable[[], MetaStore], clock: ManualClock) -> None:
         owners = {s: 1 + s % 2 for s in range(CONFIG.shards)}
         store = open_store()
@@ -309,10 +315,10 @@ def test_shards_follow_their_owner(tmp_path: Path) -> None:
         await one.stop()
         await two.stop()
 
-    run(tmp_path, body)
+    run(opener, body)
 
 
-def test_verification_and_idempotent_ids(tmp_path: Path) -> None:
+def test_verification_and_idempotent_ids(opener: Opener) -> None:
     async def body(open_store: Callable[[], MetaStore], clock: ManualClock) -> None:
         store = open_store()
         c = await started(store, Leaders(store), clock, owner=lambda s: 1 if s == SHARD else 2)
@@ -339,4 +345,4 @@ def test_verification_and_idempotent_ids(tmp_path: Path) -> None:
         await settle(c, clock)
         await c.stop()
 
-    run(tmp_path, body)
+    run(opener, body)
