@@ -6,7 +6,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from zonegate.metastore.streams_sqlite import _ENTRY, _batches_json
+from zonegate.metastore.streams_sqlite import (
+    _ABORTED,
+    _ENTRY,
+    _PRODUCER,
+    _batches_json,
+    aborted_values,
+)
 from zonegate.metastore.tables_postgres import Db, PostgresTables
 from zonegate.storage.index import (
     IndexEntry,
@@ -17,6 +23,7 @@ from zonegate.storage.index import (
     ProducerEntry,
     UnknownStream,
 )
+from zonegate.transactions.partition_txns import AbortedTxn
 
 
 class StreamTables(PostgresTables):
@@ -32,13 +39,23 @@ class StreamTables(PostgresTables):
             if row is None:
                 raise UnknownStream(stream_id)
             producers = {
-                r[0]: ProducerEntry(r[0], r[1], tuple(ProducerBatch(*b) for b in json.loads(r[2])))
+                r[0]: ProducerEntry(
+                    r[0], r[1], tuple(ProducerBatch(*b) for b in json.loads(r[2])), r[3], r[4]
+                )
                 for r in await db.fetch(
-                    "SELECT producer_id, epoch, batches FROM producer_state WHERE stream_id = $1",
-                    stream_id,
+                    f"SELECT {_PRODUCER} FROM producer_state WHERE stream_id = $1", stream_id
                 )
             }
-            return PartitionState(stream_id, row[0], row[1], row[2], producers)
+            aborted = tuple(
+                AbortedTxn(*r)
+                for r in await db.fetch(
+                    f"SELECT {_ABORTED} FROM aborted_txns WHERE stream_id = $1 "
+                    "AND last_offset >= $2 ORDER BY last_offset",
+                    stream_id,
+                    row[1],
+                )
+            )
+            return PartitionState(stream_id, row[0], row[1], row[2], producers, aborted)
 
         return await self._read(fn)
 
@@ -105,14 +122,25 @@ class StreamTables(PostgresTables):
             producers = [(c.stream_id, p) for c in live for p in c.producers]
             if producers:
                 await db.execute(
-                    "INSERT INTO producer_state (stream_id, producer_id, epoch, batches) "
-                    "SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[]) "
+                    f"INSERT INTO producer_state (stream_id, {_PRODUCER}) "
+                    "SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[], "
+                    "$5::int[], $6::bigint[]) "
                     "ON CONFLICT (stream_id, producer_id) DO UPDATE "
-                    "SET epoch = excluded.epoch, batches = excluded.batches",
+                    "SET epoch = excluded.epoch, batches = excluded.batches, "
+                    "coordinator_epoch = excluded.coordinator_epoch, "
+                    "txn_first_offset = excluded.txn_first_offset",
                     [sid for sid, _ in producers],
                     [p.producer_id for _, p in producers],
                     [p.epoch for _, p in producers],
                     [_batches_json(p.batches) for _, p in producers],
+                    [p.coordinator_epoch for _, p in producers],
+                    [p.txn_first_offset for _, p in producers],
+                )
+            aborted = [(c.stream_id, *aborted_values(a)) for c in live for a in c.aborted]
+            if aborted:  # only a cycle with an abort marker pays the round trip
+                await db.executemany(
+                    f"INSERT INTO aborted_txns (stream_id, {_ABORTED}) VALUES ($1, $2, $3, $4, $5)",
+                    aborted,
                 )
             return fenced
 
@@ -214,6 +242,11 @@ class StreamTables(PostgresTables):
             )
             await db.execute(
                 "DELETE FROM stream_index WHERE stream_id = $1 AND last_offset < $2",
+                stream_id,
+                start,
+            )
+            await db.execute(
+                "DELETE FROM aborted_txns WHERE stream_id = $1 AND last_offset < $2",
                 stream_id,
                 start,
             )

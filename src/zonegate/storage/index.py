@@ -8,7 +8,9 @@ storage layer asks of a durable store for them (the metadata store implements
 it): the partition's state, its entries, and the group commit that appends
 entries and producer state in one transaction fenced by leader epoch.
 Producer state rides in the same commit because idempotence must move exactly
-with the offsets it vouches for.
+with the offsets it vouches for; so do a producer's transaction columns and the
+aborted-transaction index (docs/transactions.md), which read_committed fetches are
+answered from.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
+
+from zonegate.transactions.partition_txns import AbortedTxn
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +73,10 @@ class ProducerEntry:
     producer_id: int
     epoch: int
     batches: tuple[ProducerBatch, ...]  # the last five, oldest first
+    # Transactions: the coordinator epoch of the producer's last marker here (-1: none),
+    # and the first offset of its transaction open here (None: none open).
+    coordinator_epoch: int = -1
+    txn_first_offset: int | None = None
 
     @property
     def last_seq(self) -> int:
@@ -82,6 +90,8 @@ class PartitionState:
     log_start_offset: int
     next_offset: int
     producers: dict[int, ProducerEntry]
+    # The aborted-transaction index from the log start on, by the abort marker's offset.
+    aborted: tuple[AbortedTxn, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +103,7 @@ class PartitionCommit:
     next_offset: int
     entries: tuple[IndexEntry, ...]
     producers: tuple[ProducerEntry, ...]
+    aborted: tuple[AbortedTxn, ...] = ()  # index entries the cycle's abort markers add
 
 
 class UnknownStream(LookupError):
@@ -163,7 +174,8 @@ class StreamStore(Protocol):
 
     async def truncate_head(self, stream_id: int, leader_epoch: int, log_start: int) -> int:
         """Moves the stream's log start offset up to `log_start` (never down) and deletes
-        the entries wholly below it, in one transaction fenced by `leader_epoch`;
+        the entries (and aborted transactions) wholly below it, in one transaction fenced
+        by `leader_epoch`;
         returns the log start offset now. Raises UnknownStream for an unknown stream and
         LeaderEpochFenced when the epoch moved (nothing changed)."""
         ...
