@@ -11,6 +11,7 @@ sent; the leader's write path for markers comes in a later step.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ class Leaders:
         self.states_seen: list[TxnState] = []  # the id's durable state at each marker
         self.stalled = False  # every partition answers NOT_LEADER_OR_FOLLOWER
         self.deleted: set[TopicPartition] = set()
+        self.lookups_failing = 0  # the metadata asked whether a partition exists fails
 
     async def write_markers(
         self, m: Markers, partitions: frozenset[TopicPartition]
@@ -79,6 +81,9 @@ class Leaders:
         return out
 
     async def exists(self, partition: TopicPartition) -> bool:
+        if self.lookups_failing:
+            self.lookups_failing -= 1
+            raise MetaStoreUnavailable("PostgreSQL unreachable")
         return partition not in self.deleted
 
 
@@ -89,11 +94,12 @@ class FailingWrites:
     def __init__(self, store: MetaStore) -> None:
         self.store = store
         self.fail = 0
+        self.error: Exception = MetaStoreUnavailable("PostgreSQL unreachable: restarting")
 
     async def write_txn(self, shard: int, epoch: int, txn_id: str, transit: TxnTransit) -> None:
         if self.fail:
             self.fail -= 1
-            raise MetaStoreUnavailable("PostgreSQL unreachable: restarting")
+            raise self.error
         await self.store.write_txn(shard, epoch, txn_id, transit)
 
     def __getattr__(self, name: str) -> Any:
@@ -258,6 +264,7 @@ def test_group_offsets_commit_with_the_transaction_and_a_deleted_topic_needs_no_
         )
         assert await store.fetch_offsets("g") == []
         leaders.deleted.add(P1)
+        leaders.lookups_failing = 1  # the first time, whether it is gone cannot be told
         assert (await c.end_txn(TXN, pid, epoch, True, TV0)).error == E.none
         await settle(c, clock)
         assert [o.offset for o in await store.fetch_offsets("g")] == [42]
@@ -284,6 +291,12 @@ def test_writes_the_store_refuses_are_retriable_and_a_completion_is_retried(open
         assert c.describe(TXN).state == "CompleteCommit"
         [row] = await store.store.load_shard(SHARD)
         assert row.state == TxnState.COMPLETE_COMMIT
+        # Any failure of a write (here SQLite's file locked past its busy timeout) leaves
+        # nothing pending: the producer is answered a retriable error, and its retry goes.
+        store.error, store.fail = sqlite3.OperationalError("database is locked"), 1
+        init = await c.init_producer_id(TXN, 30000, None)
+        assert init.error == E.coordinator_not_available
+        assert (await c.init_producer_id(TXN, 30000, None)).error == E.none
         await c.stop()
 
     run(opener, body)

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from kio.schema.errors import ErrorCode
 
 from zonegate.metastore.api import PendingOffsetStore, TransactionStore
-from zonegate.metastore.models import MetaStoreError, ShardFenced
+from zonegate.metastore.models import ShardFenced
 from zonegate.runtime.clock import Clock
 from zonegate.transactions.coordinator_core import TransactionShard
 from zonegate.transactions.decisions import After, Answer, Markers, Write
@@ -101,7 +101,12 @@ class ShardHost:
             answer = self.core.write_failed(w, E.not_coordinator)
             self._lose()
             return answer
-        except MetaStoreError:
+        except Exception:
+            # The store out of reach, or anything else (a SQLite file locked past its busy
+            # timeout): the move is not applied here, whether or not it landed. That is
+            # safe: only this owner writes the shard at this epoch, so its next write
+            # overrides what landed, and a successor loads either. What must never
+            # happen is a pending move left set, which would refuse the id for ever.
             log.warning("transaction shard %d: write of %s failed", self.shard, w, exc_info=True)
             answer = self.core.write_failed(w, E.coordinator_not_available)
             if w.after == After.COMPLETE:
@@ -137,15 +142,25 @@ class ShardHost:
             if not waiting:  # stopped: a newer producer or coordinator owns it
                 del self.progress[m.transactional_id]
                 return
-            retry = False
-            for tp, error in (await self._write(m, waiting)).items():
-                if error == E.unknown_topic_or_partition and not await self._markers.exists(tp):
-                    progress.gone(tp)
-                    self.core.markers_partition_gone(m.transactional_id, tp)
-                    continue
-                retry |= progress.answered(tp, error) == MarkerOutcome.RETRY
+            try:
+                retry = await self._round(progress, waiting)
+            except Exception:  # whatever failed, the markers are owed: tried again
+                log.warning("markers of %s failed", m.transactional_id, exc_info=True)
+                retry = True
             if retry:
                 await self._clock.sleep(self._backoff_s)
+
+    async def _round(self, progress: MarkerProgress, waiting: frozenset[TopicPartition]) -> bool:
+        """One attempt at the partitions still waiting; True when some are to be retried."""
+        m = progress.markers
+        retry = False
+        for tp, error in (await self._write(m, waiting)).items():
+            if error == E.unknown_topic_or_partition and not await self._markers.exists(tp):
+                progress.gone(tp)
+                self.core.markers_partition_gone(m.transactional_id, tp)
+                continue
+            retry |= progress.answered(tp, error) == MarkerOutcome.RETRY
+        return retry
 
     async def _write(
         self, m: Markers, partitions: frozenset[TopicPartition]
@@ -158,7 +173,8 @@ class ShardHost:
             try:
                 await self._offsets.complete_txn_offsets(tp[1], m.producer_id, m.commit)
                 out[tp] = E.none
-            except MetaStoreError:
+            except Exception:
+                log.warning("group offsets of %s not completed", m.transactional_id, exc_info=True)
                 out[tp] = E.kafka_storage_error  # retried
         if data:
             try:
