@@ -34,8 +34,9 @@ def _fields(m: TransactionMetadata) -> tuple[object, ...]:
 
 async def test_a_shard_is_taken_by_compare_and_set_on_its_epoch(stores: Stores) -> None:
     a, b = stores.open(), stores.open()
-    assert await a.txn_shards() == []
+    assert await a.txn_shards() == [] and await a.shard_epoch(7) == 0
     assert await a.take_shard(7, node_id=1, incarnation=11, seen_epoch=0) == 1
+    assert await b.shard_epoch(7) == 1
     assert await b.txn_shards() == [ShardOwner(7, 1, 1, 11)]
     # A node that read the shard before that takeover is refused, and nothing changes.
     with pytest.raises(ShardFenced) as fenced:

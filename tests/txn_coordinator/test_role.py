@@ -39,6 +39,7 @@ CONFIG = TxnCoordinatorConfig(
     shards=4, core=CoordinatorConfig(max_timeout_ms=60000), retry_backoff_s=0.05
 )
 SHARD = shard_for(TXN, CONFIG.shards)
+OTHER = next(f"app-{i}" for i in range(100) if shard_for(f"app-{i}", CONFIG.shards) == SHARD)
 P0, P1 = ("t", 0), ("t", 1)
 
 
@@ -190,6 +191,7 @@ def test_a_new_owner_finishes_what_the_old_one_left_and_fences_it(opener: Opener
         leaders = Leaders(first)
         old = await started(first, leaders, clock, node=1)
         pid, epoch = await begin(old, {P0, P1})
+        other_pid, other_epoch = await begin(old, {P0}, txn=OTHER)
         leaders.stalled = True  # the old owner's markers do not get through
         assert (await old.end_txn(TXN, pid, epoch, True, TV0)).error == E.none
         await clock.advance(CONFIG.retry_backoff_s)
@@ -204,19 +206,39 @@ def test_a_new_owner_finishes_what_the_old_one_left_and_fences_it(opener: Opener
         await settle(new, new_clock)
         new_epoch = new.hosts[SHARD].epoch
         assert leaders.written == {P0: [(pid, True, new_epoch)], P1: [(pid, True, new_epoch)]}
-        [row] = await first.load_shard(SHARD)
-        assert row.state == TxnState.COMPLETE_COMMIT
+        rows = {t.transactional_id: t for t in await first.load_shard(SHARD)}
+        assert rows[TXN].state == TxnState.COMPLETE_COMMIT
 
         # The old owner's retried markers are refused at the partitions (a deposed
         # coordinator's epoch): it stops, and completes nothing.
         await settle(old, clock)
         assert len(leaders.written[P0]) == 1
-        # Its next write is fenced: NOT_COORDINATOR, and it lets the shard go.
-        other = next(f"app-{i}" for i in range(100) if shard_for(f"app-{i}", 4) == SHARD)
-        assert (await old.init_producer_id(other, 30000, None)).error == E.not_coordinator
+
+        # The new owner ends another transaction of the shard; the old one, deposed
+        # without knowing it, still sees it open with P0. Asked by P0's leader whether
+        # a batch of it may open a transaction there, it must not say yes (the batch
+        # would open a transaction nobody will end): NOT_COORDINATOR, and it lets go.
+        assert (await new.end_txn(OTHER, other_pid, other_epoch, False, TV0)).error == E.none
+        await settle(new, new_clock)
+        assert await old.verify_partitions(OTHER, other_pid, other_epoch, [P0]) == {
+            P0: E.not_coordinator
+        }
         assert SHARD not in old.hosts
         assert (await old.end_txn(TXN, pid, epoch, True, TV0)).error == E.not_coordinator
-        # The new owner answers the producer's next transaction.
+        await old.stop()
+        await new.stop()
+
+    run(opener, body)
+
+
+def test_a_deposed_owners_next_write_is_fenced(opener: Opener) -> None:
+    async def body(open_store: Callable[[], MetaStore], clock: ManualClock) -> None:
+        first = open_store()
+        old = await started(first, Leaders(first), clock, node=1)
+        second = open_store()
+        new = await started(second, Leaders(second), ManualClock(), node=2)
+        assert (await old.init_producer_id(TXN, 30000, None)).error == E.not_coordinator
+        assert SHARD not in old.hosts, "it let the shard go"
         assert (await new.init_producer_id(TXN, 30000, None)).error == E.none
         await old.stop()
         await new.stop()
@@ -337,15 +359,15 @@ def test_verification_and_idempotent_ids(opener: Opener) -> None:
         c = await started(store, Leaders(store), clock, owner=lambda s: 1 if s == SHARD else 2)
         pid, epoch = await begin(c, {P0})
         # KIP-890 part 1: a leader asks whether a partition is in the transaction.
-        assert c.verify_partitions(TXN, pid, epoch, [P0, P1]) == {
+        assert await c.verify_partitions(TXN, pid, epoch, [P0, P1]) == {
             P0: E.none,
             P1: E.transaction_abortable,
         }
-        assert c.verify_partitions(TXN, pid, epoch - 1 if epoch else 99, [P0]) == {
+        assert await c.verify_partitions(TXN, pid, epoch - 1 if epoch else 99, [P0]) == {
             P0: E.producer_fenced
         }
         elsewhere = next(f"x{i}" for i in range(100) if shard_for(f"x{i}", 4) != SHARD)
-        assert c.verify_partitions(elsewhere, pid, epoch, [P0]) == {P0: E.not_coordinator}
+        assert await c.verify_partitions(elsewhere, pid, epoch, [P0]) == {P0: E.not_coordinator}
         assert c.describe(elsewhere).error == E.not_coordinator
         # TV2: EndTxn answers the bumped epoch.
         ended = await c.end_txn(TXN, pid, epoch, True, TransactionVersion.TV_2)

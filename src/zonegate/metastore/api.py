@@ -196,6 +196,10 @@ class TransactionStore(Protocol):
         """Every shard ever taken, by shard: its owner and coordinator epoch."""
         ...
 
+    async def shard_epoch(self, shard: int) -> int:
+        """The shard's coordinator epoch now (0: never taken)."""
+        ...
+
     async def take_shard(self, shard: int, node_id: int, incarnation: int, seen_epoch: int) -> int:
         """Takes `shard` over for the node: its epoch goes from `seen_epoch` (0: never
         taken) to the next, which is returned; ShardFenced (and nothing written) if the

@@ -50,6 +50,13 @@ class TxnTables(PostgresTables):
 
         return await self._read(fn)
 
+    async def shard_epoch(self, shard: int) -> int:
+        async def fn(db: Db) -> int:
+            found = await db.fetchval("SELECT epoch FROM txn_shards WHERE shard = $1", shard)
+            return 0 if found is None else int(found)
+
+        return await self._read(fn)
+
     async def take_shard(self, shard: int, node_id: int, incarnation: int, seen_epoch: int) -> int:
         async def fn(db: Db) -> int:
             # The row exists before it is locked, so two first takers queue on it.

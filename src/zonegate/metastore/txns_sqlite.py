@@ -113,6 +113,13 @@ class TxnTables(SqliteTables):
             ]
         )
 
+    async def shard_epoch(self, shard: int) -> int:
+        def fn(db: sqlite3.Connection) -> int:
+            found = db.execute("SELECT epoch FROM txn_shards WHERE shard = ?", (shard,)).fetchone()
+            return 0 if found is None else int(found[0])
+
+        return await self._read(fn)
+
     async def take_shard(self, shard: int, node_id: int, incarnation: int, seen_epoch: int) -> int:
         def fn(db: sqlite3.Connection) -> int:
             found = db.execute("SELECT epoch FROM txn_shards WHERE shard = ?", (shard,)).fetchone()

@@ -77,6 +77,7 @@ class TxnCoordinator:
         self.producer_ids = ProducerIdBlocks(store.allocate_producer_ids)
         self._wake = asyncio.Event()
         self._rebalancing = asyncio.Lock()  # one takeover pass at a time
+        self._closing: set[asyncio.Task[None]] = set()  # hosts lost, being closed
         self._timer: asyncio.Task[None] | None = None
         self._last_expiry_ms = clock.wall_ms()
         self.sweeps = 0  # how many times the timer has run (for tests and metrics)
@@ -95,6 +96,7 @@ class TxnCoordinator:
                 await self._timer
         for shard in list(self.hosts):
             await self._drop(shard)
+        await asyncio.gather(*list(self._closing), return_exceptions=True)
         await self.producer_ids.close()
 
     # -- ownership -----------------------------------------------------------------------
@@ -155,7 +157,10 @@ class TxnCoordinator:
     def _lost(self, host: ShardHost) -> None:
         if self.hosts.get(host.shard) is host:
             del self.hosts[host.shard]
-        asyncio.get_running_loop().create_task(host.close())
+        # Held until done: the loop keeps only a weak reference to a task.
+        task = asyncio.get_running_loop().create_task(host.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     async def _drop(self, shard: int) -> None:
         host = self.hosts.pop(shard, None)
@@ -206,19 +211,32 @@ class TxnCoordinator:
         self._wake.set()  # a transaction may have started: its timeout may come first
         return answer
 
-    def verify_partitions(
+    async def verify_partitions(
         self,
         transactional_id: str,
         producer_id: int,
         producer_epoch: int,
         partitions: Iterable[TopicPartition],
     ) -> dict[TopicPartition, ErrorCode]:
+        """KIP-890 part 1's question from a partition's leader. A yes is given only while
+        the shard's epoch is still this host's: a node deposed without knowing it yet
+        (its successor took the shard and may have ended the transaction) must not let
+        a batch open a transaction its successor already closed (a hanging one)."""
+        parts = list(partitions)
         host = self._host(transactional_id)
         if host is None:
-            return dict.fromkeys(partitions, E.not_coordinator)
-        return host.core.verify_partitions(
-            transactional_id, producer_id, producer_epoch, partitions
-        )
+            return dict.fromkeys(parts, E.not_coordinator)
+        answer = host.core.verify_partitions(transactional_id, producer_id, producer_epoch, parts)
+        if E.none in answer.values():
+            try:
+                current = await self._store.shard_epoch(host.shard)
+            except Exception:
+                log.warning("transaction shard %d: epoch unreadable", host.shard, exc_info=True)
+                return dict.fromkeys(parts, E.coordinator_not_available)
+            if current != host.epoch:
+                host.deposed()
+                return dict.fromkeys(parts, E.not_coordinator)
+        return answer
 
     async def end_txn(
         self,

@@ -216,6 +216,10 @@ class ShardHost:
         if not task.cancelled() and task.exception() is not None:
             log.error("transaction shard %d", self.shard, exc_info=task.exception())
 
+    def deposed(self) -> None:
+        """The shard's epoch moved on without a write of this host telling it."""
+        self._lose()
+
     def _lose(self) -> None:
         if not self.lost:
             self.lost = True
