@@ -149,6 +149,25 @@ async def settle(c: TxnCoordinator, clock: ManualClock) -> None:
         await asyncio.wait([done], timeout=0.01)
 
 
+async def swept(c: TxnCoordinator, clock: ManualClock, seconds: float) -> None:
+    """Moves the clock on and waits (a bounded real wait: the store answers from its own
+    thread) until the timer has run a sweep."""
+    # Its sleep is on the clock only once the sleeping task has run: until then a move of
+    # the clock would pass it by.
+    await until(lambda: c.timer_idle and any(not f.done() for *_, f in clock._sleepers))
+    sweeps = c.sweeps
+    await clock.advance(seconds)
+    await until(lambda: c.sweeps != sweeps)
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    for _ in range(1000):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("not reached in 10 s")
+
+
 async def begin(c: TxnCoordinator, parts: set[TopicPartition], timeout_ms: int = 30000,
                 txn: str = TXN) -> tuple[int, int]:  # fmt: skip
     init = await c.init_producer_id(txn, timeout_ms, None)
@@ -255,10 +274,7 @@ def test_a_transaction_past_its_timeout_is_aborted_by_the_timer(opener: Opener) 
         await clock.advance(1.0)  # at its deadline: not past it yet
         await c.settled()
         assert c.describe(TXN).state == "Ongoing"
-        sweeps = c.sweeps
-        while c.sweeps == sweeps:
-            await clock.advance(0.001)
-            await asyncio.sleep(0.01)
+        await swept(c, clock, 0.001)
         await settle(c, clock)
         described = c.describe(TXN)
         assert described.state == "CompleteAbort" and described.producer_epoch > epoch
@@ -378,6 +394,31 @@ def test_verification_and_idempotent_ids(opener: Opener) -> None:
         listed, unknown = c.list_transactions([], ["Ongoing", "Nope"], -1)
         assert listed == [] and unknown == ["Nope"]
         await settle(c, clock)
+        await c.stop()
+
+    run(opener, body)
+
+
+def test_an_idle_id_is_forgotten_at_the_expiry_sweep(opener: Opener) -> None:
+    async def body(open_store: Callable[[], MetaStore], clock: ManualClock) -> None:
+        store = open_store()
+        config = TxnCoordinatorConfig(
+            shards=CONFIG.shards,
+            core=CoordinatorConfig(max_timeout_ms=60000, id_expiration_ms=5000),
+            abort_interval_ms=1000,
+            expire_interval_ms=3000,
+        )
+        c = TxnCoordinator(1, 10, store, Leaders(store), lambda s: 1, clock, config)
+        await c.start()
+        assert (await c.init_producer_id(TXN, 30000, None)).error == E.none
+        await begin(c, {P0}, txn=OTHER)  # open: it never expires (it times out at 30 s)
+        # Idle 5 s by the time the sweep after it runs (every 3 s, woken every second).
+        while c.describe(TXN).error == E.none and clock.wall_ms() < 1_700_000_020_000:
+            await swept(c, clock, 1.0)
+        assert c.describe(TXN).error == E.transactional_id_not_found
+        assert clock.wall_ms() - 1_700_000_000_000 in range(5000, 9001)
+        assert [t.transactional_id for t in await store.load_shard(SHARD)] == [OTHER]
+        assert c.describe(OTHER).state == "Ongoing"
         await c.stop()
 
     run(opener, body)

@@ -81,6 +81,7 @@ class TxnCoordinator:
         self._timer: asyncio.Task[None] | None = None
         self._last_expiry_ms = clock.wall_ms()
         self.sweeps = 0  # how many times the timer has run (for tests and metrics)
+        self._asleep = False
 
     # -- life ----------------------------------------------------------------------------
 
@@ -279,9 +280,19 @@ class TxnCoordinator:
 
     async def _run_timer(self) -> None:
         while True:
-            await wait_event(self._clock, self._wake, self._next_sweep_s())
+            self._asleep = True
+            try:
+                await wait_event(self._clock, self._wake, self._next_sweep_s())
+            finally:
+                self._asleep = False
             self._wake.clear()
             await self.sweep()
+
+    @property
+    def timer_idle(self) -> bool:
+        """The timer sleeps until its next deadline with nothing to wake it before: a test
+        that moves the clock now knows the next sweep comes after the move."""
+        return self._asleep and not self._wake.is_set()
 
     def _next_sweep_s(self) -> float:
         now = self._clock.wall_ms()
