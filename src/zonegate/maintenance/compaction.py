@@ -143,7 +143,7 @@ def may_merge(run: Sequence[IndexEntry], target: Target, settings: CompactionSet
 
 
 def _window_of(e: IndexEntry, span: int) -> int:
-    return (e.append_ms or e.max_timestamp) // span if span else 0
+    return e.window_ms // span if span else 0
 
 
 def merge_previous(

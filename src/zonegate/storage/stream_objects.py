@@ -97,7 +97,7 @@ def build_stream_object(
     out = bytearray()
     chunks: list[_Chunk] = []
     for entry, blob in parts:
-        append_ms = entry.append_ms or entry.max_timestamp
+        append_ms = entry.window_ms
         window = append_ms // step
         for base, last, max_ts, batch in batches_of(entry, blob):
             c = chunks[-1] if chunks else None
