@@ -26,3 +26,13 @@ def test_no_anomaly_under_the_fault(healed: ProxiedCluster, name: str) -> None:
         # producers. The lost zone's own producer is only printed: whether librdkafka
         # finds another zone's node is up to its re-bootstrap (2.2 s to never, in 14 s).
         assert outcome.measures["others"] < 2 * healed.lease_ms / 1000, outcome.lines
+    if name == "zone-cut":
+        # Probes unanswered a quarter lease, then held cut off a quarter lease on end: the
+        # controller moves the cut-off zone's partitions within half a lease and three
+        # heartbeats of the cut (4.5 s of a 6 s lease), and the other zones' producers
+        # write to every partition again within a lease and 3 s (docs/operations.md),
+        # not after the whole cut (14 s). Both sides are let go a lease after it heals.
+        m, lease_s = outcome.measures, healed.lease_ms / 1000
+        assert 0 < m["held_within"] < lease_s and m["held_at_heal"] == 2, outcome.lines
+        assert m["recovery"] < lease_s + 3, outcome.lines
+        assert 0 <= m["released"] < 3 * lease_s, outcome.lines
