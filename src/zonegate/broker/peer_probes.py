@@ -52,8 +52,9 @@ class PeerProbes:
         self._serving_loop = serving_loop
         self.after_ms = after_ms
         # A probe's deadline: well inside `after_ms`, so two or three fail before a peer
-        # counts as unreached, and never longer than a second.
-        self.deadline_s = min(1.0, after_ms / 3000)
+        # counts as unreached; never longer than a second, nor shorter than a quarter
+        # (a loaded machine answers late, and short leases would make it a hair trigger).
+        self.deadline_s = min(1.0, max(0.25, after_ms / 3000))
         self._clock_ms = clock_ms
         self._peers: dict[int, _Peer] = {}
 
