@@ -127,11 +127,11 @@ def _partition_stall(since: float, until: float, producers: list[ZoneProducer]) 
 
 def zone_cut(cluster: ProxiedCluster, w: Workload) -> Outcome:
     """One zone's nodes cut off from the other zones' nodes (packets dropped both ways,
-    connections left open) for two leases and a little more, while they still reach S3
+    connections left open) for three leases and a little more, while they still reach S3
     and PostgreSQL: the controller holds them cut off and moves their partitions
     (router/reachability.py), and lets them go a lease after the link heals."""
     lease_s = cluster.lease_ms / 1000
-    cut_s = 2 * lease_s + 2
+    cut_s = 3 * lease_s + 2
     proxies = list(cluster.rpc_proxies(LOST_ZONE))
     cut_ids = sorted(n.node_id for n in cluster.in_zone(LOST_ZONE))
     fenced_before = sum(_metric(cluster, "zonegate_leader_fenced_commits_total").values())
