@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.cluster_harness import wait_until
-from tests.faults.cluster import ProxiedCluster
-from tests.faults.workload import Workload
+from tests.faults.cluster import PARTITIONS, ProxiedCluster
+from tests.faults.workload import Workload, ZoneProducer
 
 LOST_ZONE = "zone-c"
 
@@ -101,24 +101,80 @@ def zone_lost(cluster: ProxiedCluster, w: Workload) -> Outcome:
     )
 
 
-def zone_cut(cluster: ProxiedCluster, w: Workload, cut_s: float = 10.0) -> Outcome:
+def _metric(cluster: ProxiedCluster, name: str) -> dict[int, float]:
+    """One metric of every running node, by node id (absent: 0)."""
+    out = {}
+    for n in cluster.nodes:
+        if n.node.alive():
+            out[n.node_id] = sum(v for m, _, v in n.node.metrics() if m == name)
+    return out
+
+
+def _partition_stall(since: float, until: float, producers: list[ZoneProducer]) -> float:
+    """The longest time in [since, until] any of the producers went without an ack on one
+    partition (a producer writes every partition: one that stalls shows only here)."""
+    worst = 0.0
+    for p in producers:
+        by_partition: dict[int, list[float]] = {n: [] for n in range(PARTITIONS)}
+        for ack, t in list(p.acks):
+            if since <= t <= until:
+                by_partition[ack.partition].append(t)
+        for acked in by_partition.values():
+            times = [since, *sorted(acked), until]
+            worst = max(worst, max(b - a for a, b in zip(times, times[1:], strict=False)))
+    return worst
+
+
+def zone_cut(cluster: ProxiedCluster, w: Workload) -> Outcome:
     """One zone's nodes cut off from the other zones' nodes (packets dropped both ways,
-    connections left open) while they still reach S3 and PostgreSQL."""
+    connections left open) for three leases and a little more, while they still reach S3
+    and PostgreSQL: the controller holds them cut off and moves their partitions
+    (router/reachability.py), and lets them go a lease after the link heals."""
+    lease_s = cluster.lease_ms / 1000
+    cut_s = 3 * lease_s + 2
     proxies = list(cluster.rpc_proxies(LOST_ZONE))
+    cut_ids = sorted(n.node_id for n in cluster.in_zone(LOST_ZONE))
+    fenced_before = sum(_metric(cluster, "zonegate_leader_fenced_commits_total").values())
     cut_at = time.monotonic()
     for name in proxies:
         for stream in ("upstream", "downstream"):
             cluster.toxi.add_toxic(name, f"cut-{stream}", "timeout", {"timeout": 0}, stream=stream)
-    time.sleep(cut_s)
+
+    def held() -> list[int]:
+        return sorted(n for n, v in _metric(cluster, "zonegate_node_cut_off").items() if v)
+
+    held_within = -1.0
+    while time.monotonic() < cut_at + cut_s:
+        if held_within < 0 and held() == cut_ids:
+            held_within = time.monotonic() - cut_at
+        time.sleep(0.25)
     until = time.monotonic()
+    held_at_heal = held()
     cluster.toxi.reset()
-    stall = w.longest_stall(cut_at, until)
+    healed_at = time.monotonic()
+    let_go = wait_until(lambda: not held(), 4 * lease_s, step=0.25)
+    released = time.monotonic() - healed_at if let_go else -1.0
+    fenced = sum(_metric(cluster, "zonegate_leader_fenced_commits_total").values())
+    others = _partition_stall(cut_at, until, [p for p in w.producers if p.zone != LOST_ZONE])
+    own = w.longest_stall(cut_at, until, [p for p in w.producers if p.zone == LOST_ZONE])
     return Outcome(
         [
             f"{LOST_ZONE} cut off from the other zones' nodes for {cut_s:.0f} s "
-            f"({len(proxies)} links): longest stall {stall:.2f} s"
+            f"({len(proxies)} links; lease {lease_s:.0f} s): nodes {cut_ids} held cut off "
+            f"{held_within:.2f} s after the cut (still at the heal: {held_at_heal}), let go "
+            f"{released:.2f} s after the heal",
+            f"other zones' producers' longest stall on a partition {others:.2f} s; "
+            f"{LOST_ZONE}'s producer (its nodes reach no leader during the cut) {own:.2f} s",
+            f"commits fenced by a moved leader epoch: {fenced - fenced_before:.0f}",
         ],
-        {"recovery": stall},
+        {
+            "recovery": others,
+            "own": own,
+            "held_within": held_within,
+            "held_at_heal": float(len(held_at_heal)),
+            "released": released,
+            "fenced": fenced - fenced_before,
+        },
     )
 
 

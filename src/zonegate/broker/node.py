@@ -33,6 +33,7 @@ from zonegate.broker.node_identity import (
     fence_earlier_incarnations,
     new_incarnation,
 )
+from zonegate.broker.peer_probes import PeerProbes
 from zonegate.broker.rpc_tls_settings import check_peers_accept, open_rpc_tls
 from zonegate.broker.usage import UsageWriter
 from zonegate.coordinator.classic import GroupConfig
@@ -355,7 +356,7 @@ class Node:
 
     # -- wiring -------------------------------------------------------------
     def _place(self, count: int, current: list[int]) -> list[int]:
-        return place(count, self.membership.live_nodes(), current)
+        return place(count, self.membership.leading_nodes(), current)
 
     def _leads(self, stream_id: int) -> int | None:
         """The epoch at which the catalog says this node leads the stream, else None."""
@@ -472,6 +473,14 @@ class Node:
                 ),
             )
         await sup.start("membership", self._claim, self.membership.stop)
+        # Written with each renewal: what the controller judges a cut-off zone by.
+        self.leases.probes = PeerProbes(
+            self.membership,
+            self.peers,
+            self._loop,
+            after_ms=self.config.lease_ms // 4,
+            clock_ms=self.clock.wall_ms,
+        )
         await sup.start("leases", self.leases.start, self.leases.stop)
         await sup.start("group coordinator", None, self.coordinator.shutdown)
         sup.run("group timers", self.coordinator.run_timers)

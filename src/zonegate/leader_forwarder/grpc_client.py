@@ -141,10 +141,13 @@ class RemoteLeader:
             from_node=self._from_node, stream_id=_NO_STREAM, mode=pb.WATERMARKS
         )
         try:
-            await self._stub.ReadIndex(request, timeout=self._deadline, metadata=self._metadata)
+            response = await self._stub.ReadIndex(
+                request, timeout=self._deadline, metadata=self._metadata
+            )
         except grpc.aio.AioRpcError as exc:
             refused = self._tls_refusal(exc)
             return f"TLS: {refused}" if refused is not None else exc.code().name
+        self._count(request, response)
         return None
 
     def _count(self, request: Any, response: Any) -> None:

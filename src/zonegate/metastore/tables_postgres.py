@@ -207,6 +207,14 @@ CREATE TABLE acls (
 );
 """,
     ),
+    (
+        9,
+        # A zone cut off from the others (router/reachability.py): the peers each node
+        # has not reached lately, which it writes with its renewal, and since when the
+        # controller holds the node cut off (0: it does not).
+        "ALTER TABLE nodes ADD COLUMN unreached TEXT NOT NULL DEFAULT '';"
+        "ALTER TABLE nodes ADD COLUMN cut_off_ms BIGINT NOT NULL DEFAULT 0;",
+    ),
 )
 
 LATEST = MIGRATIONS[-1][0]

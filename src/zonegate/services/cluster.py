@@ -104,8 +104,9 @@ class NodeCluster:
         return self._of(listener).rewrites(zone)
 
     def group_owner(self, group_id: str) -> int:
-        """The node that coordinates `group_id`: rendezvous hashing over all live nodes."""
-        ids = [n.node_id for n in self._membership.live_nodes()] or [self._settings.node_id]
+        """The node that coordinates `group_id`: rendezvous hashing over all live nodes
+        but those held cut off from the other zones' (router/reachability.py)."""
+        ids = [n.node_id for n in self._membership.leading_nodes()] or [self._settings.node_id]
         return choose_node(group_id, -1, ids)
 
     def coordinator_for(
