@@ -117,6 +117,7 @@ def stage_of(func: tuple[str, int, str]) -> str | None:
 def by_stage(stats: dict[Any, Any]) -> dict[str, float]:
     """Every function's own time, to its stage or (outside zonegate) its callers' stages."""
     memo: dict[Any, dict[str, float]] = {}
+    active: set[Any] = set()  # the functions being attributed: a caller among them is a cycle
 
     def shares(func: Any, depth: int = 0) -> dict[str, float]:
         """How one second of `func`'s own time splits among stages."""
@@ -125,15 +126,20 @@ def by_stage(stats: dict[Any, Any]) -> dict[str, float]:
             return {stage: 1.0}
         if func in memo:
             return memo[func]
-        memo[func] = {"other": 1.0}  # a cycle back here stays unattributed
-        callers = stats[func][4] if func in stats else {}
+        callers = {
+            c: edge
+            for c, edge in (stats[func][4] if func in stats else {}).items()
+            if c not in active and c != func  # recursion: the outermost call decides
+        }
         total = sum(edge[3] for edge in callers.values())
-        if depth > 30 or not callers or total <= 0:
-            return memo[func]
+        if depth > 30 or total <= 0:
+            return {"other": 1.0}
+        active.add(func)
         out: dict[str, float] = defaultdict(float)
         for caller, edge in callers.items():
             for stage, part in shares(caller, depth + 1).items():
                 out[stage] += part * edge[3] / total
+        active.discard(func)
         memo[func] = dict(out)
         return memo[func]
 
