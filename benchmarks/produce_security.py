@@ -44,7 +44,7 @@ def run(args: argparse.Namespace, run_producer: Producer) -> None:
         UserScramCredentialUpsertion,
     )
 
-    from benchmarks.produce import _cpu_s
+    from benchmarks.cpu_time import cpu_s as _cpu_s
     from tests.security.certs import TestPki
     from tests.security.client_configs import Login, confluent
     from tests.security.secure_node import SecureNode, security_properties
