@@ -106,6 +106,7 @@ def _fact(
         client_id=client_id,
         s3_purpose="",
         principal="",
+        outage_window="",
         records=1,
         stored_byte_seconds=0.0,
         **sums,
