@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
+import re
+from collections.abc import Iterator
+from html import unescape
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -13,15 +18,18 @@ import pytest
 
 from zonegate.analytics.facts import facts_of
 from zonegate.analytics.outage import outage_cross_zone, outage_text
-from zonegate.analytics.synthetic import SyntheticSpec, generate
+from zonegate.analytics.synthetic import SyntheticSpec, UsageObject, generate, write_local
 from zonegate.analytics.tables import flows, report_tables
 from zonegate.analytics.tenants import NO_CLIENT_TRAFFIC, NO_PRINCIPAL, cost_by
 from zonegate.cost_model import price_table
 from zonegate.cost_model.measured import usage_rates
 from zonegate.usage.schema import CLIENT_KINDS, OUTAGE, conform
 
+from .test_money import figures
+
 pytestmark = pytest.mark.unit
-RATES = usage_rates(price_table("aws", "us-east-1"))
+AWS = price_table("aws", "us-east-1")
+RATES = usage_rates(AWS)
 SPEC = SyntheticSpec(topics=2, clients_per_zone=4, days=2, intervals_per_day=2)
 
 
@@ -153,3 +161,49 @@ def test_outage_bytes_by_lost_zone_and_hour() -> None:
     assert "c 2025-01-02 00:00 to 01:00" in text
     assert outage_cross_zone(facts_of(records), RATES) == []
     assert outage_text([]).startswith("outage cross-zone bytes: none")
+
+
+def _tenant_objects(spec: SyntheticSpec) -> Iterator[UsageObject]:
+    """Synthetic objects with two tenants, and zone c lost: its misrouted clients' rows
+    are an outage's."""
+    for obj in generate(spec):
+        t = _two_tenants(conform(obj.table, obj.key))
+        lost = pc.and_(
+            pc.equal(t.column("cross_zone_reason"), "routed"),
+            pc.equal(t.column("client_zone"), "c"),
+        )
+        reason = pc.if_else(lost, OUTAGE, t.column("cross_zone_reason"))
+        i = t.schema.get_field_index("cross_zone_reason")
+        yield UsageObject(obj.key, t.set_column(i, "cross_zone_reason", reason))
+
+
+def test_the_dashboard_and_the_command_show_tenants_and_the_outage(tmp_path: Path) -> None:
+    from zonegate.analytics.cli import tenants_text
+    from zonegate.analytics.job import run_report
+    from zonegate.analytics.progress import Progress
+    from zonegate.analytics.source import locate
+
+    root = tmp_path / "store"
+    write_local(_tenant_objects(SPEC), root)
+    with (tmp_path / "progress.txt").open("w") as f:
+        result = run_report(locate(root.as_uri()), tmp_path / "out", AWS, progress=Progress(5, f))
+    page = (tmp_path / "out" / "dashboard.html").read_text()
+    tenants = page[page.index("<h2>Cost by tenant") : page.index("<h2>Outage cross-zone")]
+    assert "User:alice" in tenants and "User:bob" in tenants
+    assert "By client id inside each principal" in tenants
+    outage = page[page.index("<h2>Outage cross-zone") : page.index("<h2>Prices used")]
+    assert "<td" in outage and ">c<" in outage
+    # Money on these sections keeps the dashboard's rule: three significant figures.
+    text = unescape(re.sub(r"<[^>]+>", " ", tenants + outage))
+    amounts = [a.rstrip(".,") for a in re.findall(r"[<>]?-?\$[\d.,]+[kMBT]?", text)]
+    odd = [a for a in amounts if a not in ("$0", "<$0.000001") and figures(a) != 3]
+    assert amounts and not odd, odd
+    rows = result.tables["cost_by_principal"]
+    text = tenants_text(rows)
+    assert text.splitlines()[0].startswith("cost by principal (USD ")
+    assert {line.split()[0] for line in text.splitlines()[1:]} == {"User:alice", "User:bob"}
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert set(report["cost_by_principal_usd"]) == {"User:alice", "User:bob"}
+    assert set(report["outage_cross_zone_bytes"]) == {"c"}
+    for name in ("cost_by_principal", "cost_by_principal_client", "outage_cross_zone"):
+        assert (tmp_path / "out" / "csv" / name / "part-00000.csv").exists()
