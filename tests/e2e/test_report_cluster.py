@@ -142,7 +142,10 @@ def test_a_lost_zones_clients_served_elsewhere_are_an_outage(tmp_path: Path) -> 
         for r in pq.read_table(f).to_pylist()
     ]
     assert {r["schema_version"] for r in rows} == {4}
-    crossed = [r for r in rows if r["client_id"] == client_id]
+    mine = [r for r in rows if r["client_id"] == client_id]
+    # At zone-b's own node (while it ran) nothing crossed; at zone-a's everything did.
+    assert {r["cross_zone_reason"] for r in mine if r["node_zone"] == "zone-b"} <= {""}
+    crossed = [r for r in mine if r["node_zone"] == "zone-a"]
     reasons = {r["cross_zone_reason"] for r in crossed}
     assert reasons == {"routed", "outage"}, reasons
     lost = [r for r in crossed if r["cross_zone_reason"] == "outage"]
