@@ -197,6 +197,12 @@ class Cluster(Protocol):
         """The zone of a live node, "" if it is not live."""
         ...
 
+    def zone_served(self, zone: str, listener: str | None = None) -> bool | None:
+        """Whether a live node of `zone` has `listener`: True; False when none does but
+        nodes of `zone` are registered (the zone is lost); None when the cluster never
+        had a node there."""
+        ...
+
     def broker_configs(self) -> dict[str, str]:
         """This node's settings under their Kafka names (DescribeConfigs of a broker)."""
         ...

@@ -127,5 +127,12 @@ class NodeCluster:
     def zone_of(self, node_id: int) -> str:
         return self._membership.zone_of(node_id)
 
+    def zone_served(self, zone: str, listener: str | None = None) -> bool | None:
+        # Asked only for requests whose client is of another zone than this node (the
+        # usage records' cross-zone reason), so the scans stay off the common path.
+        if any(n.zone == zone for n in self.brokers_for(zone, listener)):
+            return True
+        return False if any(n.zone == zone for n in self._membership.nodes()) else None
+
     def broker_configs(self) -> dict[str, str]:
         return self._settings.broker_configs()
