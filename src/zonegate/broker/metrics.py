@@ -226,6 +226,15 @@ def _operations(node: Node, me: str) -> Iterator[Metric]:
     )
     ready.add_metric([me, node.config.zone], 1.0 if node.is_ready() else 0.0)
     yield ready
+    zones = GaugeMetricFamily(
+        "zonegate_zone_live_nodes",
+        "Per zone the metadata store knows, its nodes whose lease this node sees running "
+        "(0 for a lost zone, whose own series vanish with it)",
+        labels=["node", "zone"],
+    )
+    for zone, count in sorted(node.membership.live_by_zone().items()):
+        zones.add_metric([me, zone], float(count))
+    yield zones
     active = GaugeMetricFamily(
         "zonegate_controller_active",
         "1 on the node holding the controller lease, else 0 (Kafka's ActiveControllerCount)",

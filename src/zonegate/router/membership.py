@@ -68,6 +68,16 @@ class Membership:
         now = self._clock()
         return [n for n in self._view[0] if n.live(now) or n.node_id == self.me.node_id]
 
+    def live_by_zone(self) -> dict[str, int]:
+        """Per zone the metadata store knows a node of, how many of its nodes are live
+        now: a lost zone's nodes keep their rows, so it is counted 0 here, where their
+        own metrics are gone with them (docs/operations.md, ZonegateZoneWithoutNode)."""
+        live = {n.node_id for n in self.live_nodes()}
+        counts: dict[str, int] = {}
+        for n in self._view[0]:
+            counts[n.zone] = counts.get(n.zone, 0) + (n.node_id in live)
+        return counts
+
     def zone_of(self, node_id: int) -> str:
         """The node's zone if `live_nodes()` lists it now, else "" (asked on every request)."""
         n = self._view[1].get(node_id)
