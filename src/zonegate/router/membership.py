@@ -68,6 +68,18 @@ class Membership:
         now = self._clock()
         return [n for n in self._view[0] if n.live(now) or n.node_id == self.me.node_id]
 
+    def answering_nodes(self) -> list[NodeRecord]:
+        """The live nodes less those silent for over a quarter of a lease (no renewal
+        read since), which the controller probes as maybe dead (broker/controller.py):
+        clients are not sent to them while their lease still runs (router/view.py).
+        Silence is measured against the newest renewal read, not the clock, so a node
+        that cannot read the metadata store does not find every other node silent."""
+        live = self.live_nodes()
+        newest = max((n.lease_expires_ms for n in live), default=0)
+        quarter = self.lease_ms // 4
+        me = self.me.node_id
+        return [n for n in live if n.node_id == me or newest - n.lease_expires_ms <= quarter]
+
     def live_by_zone(self) -> dict[str, int]:
         """Per zone the metadata store knows a node of, how many of its nodes are live
         now: a lost zone's nodes keep their rows, so it is counted 0 here, where their
