@@ -5,12 +5,15 @@ its figures as lines, and the measures a test bounds or the benchmark
 
 from __future__ import annotations
 
+import math
+import os
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.cluster_harness import wait_until
-from tests.faults.cluster import PARTITIONS, ProxiedCluster
+from tests.faults.cluster import PARTITIONS, FaultNode, ProxiedCluster
 from tests.faults.workload import Workload, ZoneProducer
 
 LOST_ZONE = "zone-c"
@@ -66,6 +69,11 @@ def _stage_lines(before: Stages, after: Stages, what: str) -> list[str]:
     return lines
 
 
+def _led(n: FaultNode) -> int:
+    """How many partitions the node leads, as its catalog says (its /metrics)."""
+    return int(sum(v for name, _, v in n.node.metrics() if name == "zonegate_partitions_led"))
+
+
 def _settled(w: Workload) -> None:
     assert wait_until(lambda: w.acked_since(time.monotonic() - 0.5), 60), "producers resumed"
 
@@ -84,6 +92,7 @@ def zone_lost(cluster: ProxiedCluster, w: Workload) -> Outcome:
     until = time.monotonic()
     others = w.longest_stall(lost_at, until, [p for p in w.producers if p.zone != LOST_ZONE])
     moved = w.longest_stall(lost_at, until, [p for p in w.producers if p.zone == LOST_ZONE])
+    partitions = w.longest_partition_stall(lost_at, until)
     cluster.toxi.reset()
     for n in cluster.in_zone(LOST_ZONE):
         n.node.start()
@@ -96,8 +105,67 @@ def zone_lost(cluster: ProxiedCluster, w: Workload) -> Outcome:
             f"{LOST_ZONE}'s nodes killed -9: other zones' producers' longest stall "
             f"{others:.2f} s (lease {lease_s:.0f} s)",
             f"{LOST_ZONE}'s producer, through other zones' nodes: longest stall {moved:.2f} s",
+            f"longest time a partition went without an acknowledgement {partitions:.2f} s",
         ],
-        {"others": others, "moved": moved, "recovery": max(others, moved)},
+        {
+            "others": others,
+            "moved": moved,
+            "partitions": partitions,
+            "recovery": max(others, moved),
+        },
+    )
+
+
+def zone_silent(cluster: ProxiedCluster, w: Workload) -> Outcome:
+    """A zone's power lost: its nodes frozen (SIGSTOP) and every link to and from them
+    dropping packets with connections left open (timeout toxics both ways), for two
+    leases and a little more; nothing refuses, so only the nodes' leases running out
+    tell the others (operations.md). Then the frozen nodes are killed and started."""
+    lease_s = cluster.lease_ms / 1000
+    zone = cluster.in_zone(LOST_ZONE)
+    others = [n for n in cluster.nodes if n.zone != LOST_ZONE]
+    total = sum(_led(n) for n in cluster.nodes)
+    links = {*cluster.proxies_to(LOST_ZONE), *cluster.rpc_proxies(LOST_ZONE)}
+    links |= {f"pg-{LOST_ZONE}", f"s3-{LOST_ZONE}"}
+    lost_at = time.monotonic()
+    for name in sorted(links):
+        for stream in ("upstream", "downstream"):
+            cluster.toxi.add_toxic(name, f"dark-{stream}", "timeout", {"timeout": 0}, stream=stream)
+    for n in zone:
+        assert n.node.proc is not None
+        os.kill(n.node.proc.pid, signal.SIGSTOP)
+    # When the other zones' nodes lead every partition: the frozen nodes' leases ran
+    # out and the controller moved their partitions.
+    moved_s = float("nan")
+    while time.monotonic() < lost_at + 2 * lease_s + 2:
+        if math.isnan(moved_s) and sum(_led(n) for n in others) >= total:
+            moved_s = time.monotonic() - lost_at
+        time.sleep(0.25)
+    until = time.monotonic()
+    stall = w.longest_stall(lost_at, until, [p for p in w.producers if p.zone != LOST_ZONE])
+    moved = w.longest_stall(lost_at, until, [p for p in w.producers if p.zone == LOST_ZONE])
+    partitions = w.longest_partition_stall(lost_at, until)
+    for n in zone:
+        n.node.kill9()  # SIGKILL ends a stopped process too
+    cluster.toxi.reset()
+    for n in zone:
+        n.node.start()
+    cluster.wait_ready()
+    return Outcome(
+        [
+            f"{LOST_ZONE} silent ({len(links)} links dropping packets, nodes frozen): "
+            f"other zones' producers' longest stall {stall:.2f} s (lease {lease_s:.0f} s)",
+            f"{LOST_ZONE}'s producer: longest stall {moved:.2f} s",
+            f"longest time a partition went without an acknowledgement {partitions:.2f} s",
+            f"every partition led by another zone's node {moved_s:.2f} s after the loss",
+        ],
+        {
+            "others": stall,
+            "moved": moved,
+            "partitions": partitions,
+            "moved_s": moved_s,
+            "recovery": partitions,
+        },
     )
 
 
@@ -216,6 +284,34 @@ def s3_links(cluster: ProxiedCluster, w: Workload) -> Outcome:
     return out
 
 
+def s3_bandwidth(cluster: ProxiedCluster, w: Workload, kib_s: int = 16) -> Outcome:
+    """One zone's uploads to S3 limited to `kib_s` KiB/s per connection for 10 s
+    (Toxiproxy's bandwidth toxic on what its nodes send): its PUTs take longer, every
+    zone's produce latency printed before and during."""
+    proxy, out = f"s3-{LOST_ZONE}", Outcome()
+    base_from, base = time.monotonic(), _stages(cluster)
+    time.sleep(4.0)
+    slow_from, slow = time.monotonic(), _stages(cluster)
+    cluster.toxi.add_toxic(proxy, "narrow", "bandwidth", {"rate": kib_s}, stream="upstream")
+    time.sleep(10.0)
+    slow_until = time.monotonic()
+    cluster.toxi.reset()
+    out.lines += _stage_lines(base, slow, "before")
+    out.lines += _stage_lines(
+        slow, _stages(cluster), f"with {LOST_ZONE}'s uploads at {kib_s} KiB/s"
+    )
+    for p in w.producers:
+        during = p.latencies(slow_from + 1, slow_until - 1)
+        out.lines.append(
+            f"{p.zone} produce {latency(p.latencies(base_from, slow_from))} before, "
+            f"{latency(during)} with {LOST_ZONE}'s uploads at {kib_s} KiB/s"
+        )
+        if during:
+            out.measures[f"{p.zone}_p99_ms"] = 1000 * _at(during, 0.99)
+    _settled(w)
+    return out
+
+
 def pg_link(cluster: ProxiedCluster, w: Workload) -> Outcome:
     """One zone's PostgreSQL link: 50 ms latency for 5 s, then reset 1 s in every 2,
     four times."""
@@ -270,8 +366,10 @@ def client_resets(cluster: ProxiedCluster, w: Workload) -> Outcome:
 
 FAULTS: dict[str, Fault] = {
     "zone-lost": zone_lost,
+    "zone-silent": zone_silent,
     "zone-cut": zone_cut,
     "s3-links": s3_links,
+    "s3-bandwidth": s3_bandwidth,
     "pg-link": pg_link,
     "client-resets": client_resets,
 }

@@ -244,6 +244,15 @@ def _operations(node: Node, me: str) -> Iterator[Metric]:
     mine_row = node.membership.node(node.config.node_id)
     cut.add_metric([me, node.config.zone], 1.0 if mine_row and mine_row.cut_off_ms else 0.0)
     yield cut
+    zones = GaugeMetricFamily(
+        "zonegate_zone_live_nodes",
+        "Per zone the metadata store knows, its nodes whose lease this node sees running "
+        "(0 for a lost zone, whose own series vanish with it)",
+        labels=["node", "zone"],
+    )
+    for zone, count in sorted(node.membership.live_by_zone().items()):
+        zones.add_metric([me, zone], float(count))
+    yield zones
     active = GaugeMetricFamily(
         "zonegate_controller_active",
         "1 on the node holding the controller lease, else 0 (Kafka's ActiveControllerCount)",

@@ -15,6 +15,7 @@ incarnation, or refuses to start (node_identity.py).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 import grpc
@@ -43,7 +44,7 @@ from zonegate.leader_forwarder.directory import LeaderDirectory
 from zonegate.leader_forwarder.grpc_server import start_leader_server
 from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.leader_forwarder.moves import forget_moved
-from zonegate.leader_forwarder.peers import LeaderPeers
+from zonegate.leader_forwarder.peers import LeaderPeers, dial_address
 from zonegate.maintenance.compaction import CompactionSettings
 from zonegate.maintenance.gc import GcSettings
 from zonegate.maintenance.jobs import MaintenanceSettings, StorageMaintenance
@@ -72,6 +73,7 @@ from zonegate.services.read_path import ReadService
 from zonegate.services.reassignment import Reassignments
 from zonegate.services.scram import ScramService
 from zonegate.services.write_path import ProduceService
+from zonegate.services.zone_probe import ZoneProbe
 from zonegate.storage.block_cache import BlockCache
 from zonegate.storage.log_cache import LogCache
 from zonegate.storage.objects import ObjectNotFound
@@ -220,6 +222,10 @@ class Node:
                 broker_configs=config.broker_configs,
             ),
             self.membership,
+            ZoneProbe(
+                functools.partial(dial_address, dial=dict(config.rpc_dial_map)),
+                config.lease_ms / 1000,
+            ),
         )
         self.groups = RoutedGroups(
             self.coordinator,

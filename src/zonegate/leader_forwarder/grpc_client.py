@@ -36,7 +36,12 @@ from zonegate.storage.index import IndexEntry, UnknownStream, entry_values
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 TOKEN_HEADER = "zonegate-rpc-token"
-_RETRIABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+_RETRIABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+# An Append past its deadline is not sent to the same leader again: a frozen leader
+# (a paused process, a zone dropping packets) would hold it for every attempt's
+# deadline (40 s) though its partitions moved meanwhile. The caller
+# (directory.py) re-reads the catalog and sends it to the leader named there.
+_APPEND_RETRIABLE = frozenset({grpc.StatusCode.UNAVAILABLE})
 _TLS_LOG_EVERY_S = 30.0
 # The stream id no partition has: a probe's ReadIndex of it is answered as unknown.
 _NO_STREAM = -1
@@ -101,7 +106,9 @@ class RemoteLeader:
             t.cancel()
         await self._channel.close()
 
-    async def _call(self, fn: Callable[[], Awaitable[T]]) -> T:
+    async def _call(
+        self, fn: Callable[[], Awaitable[T]], retriable: frozenset[grpc.StatusCode] = _RETRIABLE
+    ) -> T:
         delay = 0.05
         for attempt in range(self._attempts):
             try:
@@ -115,7 +122,7 @@ class RemoteLeader:
                     raise LeaderUnavailable(
                         f"leader {self.name} at {self.target}: TLS: {refused}", unreachable=True
                     ) from exc
-                if exc.code() not in _RETRIABLE or last:
+                if exc.code() not in retriable or last:
                     raise LeaderUnavailable(f"leader {self.target}: {exc.code().name}") from exc
                 await asyncio.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 1.0)
@@ -175,7 +182,8 @@ class RemoteLeader:
             )
         request = pb.AppendRequest(object_keys=list(keys), batches=msgs, from_node=self._from_node)
         response = await self._call(
-            lambda: self._stub.Append(request, timeout=self._deadline, metadata=self._metadata)
+            lambda: self._stub.Append(request, timeout=self._deadline, metadata=self._metadata),
+            _APPEND_RETRIABLE,
         )
         self._count(request, response)
         return [

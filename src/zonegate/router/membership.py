@@ -78,6 +78,28 @@ class Membership:
         not hold cut off from the other zones' nodes (router/reachability.py)."""
         return [n for n in self.live_nodes() if n.cut_off_ms == 0]
 
+    def answering_nodes(self) -> list[NodeRecord]:
+        """The live nodes less those silent for over a quarter of a lease (no renewal
+        read since), which the controller probes as maybe dead (broker/controller.py):
+        clients are not sent to them while their lease still runs (router/view.py).
+        Silence is measured against the newest renewal read, not the clock, so a node
+        that cannot read the metadata store does not find every other node silent."""
+        live = self.live_nodes()
+        newest = max((n.lease_expires_ms for n in live), default=0)
+        quarter = self.lease_ms // 4
+        me = self.me.node_id
+        return [n for n in live if n.node_id == me or newest - n.lease_expires_ms <= quarter]
+
+    def live_by_zone(self) -> dict[str, int]:
+        """Per zone the metadata store knows a node of, how many of its nodes are live
+        now: a lost zone's nodes keep their rows, so it is counted 0 here, where their
+        own metrics are gone with them (docs/operations.md, ZonegateZoneWithoutNode)."""
+        live = {n.node_id for n in self.live_nodes()}
+        counts: dict[str, int] = {}
+        for n in self._view[0]:
+            counts[n.zone] = counts.get(n.zone, 0) + (n.node_id in live)
+        return counts
+
     def zone_of(self, node_id: int) -> str:
         """The node's zone if `live_nodes()` lists it now, else "" (asked on every request)."""
         n = self._view[1].get(node_id)

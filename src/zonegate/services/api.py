@@ -170,6 +170,11 @@ class Cluster(Protocol):
 
     def client_zone(self, client_id: str | None, host: str) -> str: ...
 
+    async def check_zone(self, zone: str) -> None:
+        """Before a client of `zone` (another zone's) is told of brokers: whether that
+        zone's nodes are still there (services/zone_probe.py)."""
+        ...
+
     def brokers_for(self, zone: str, listener: str | None = None) -> list[NodeRecord]:
         """The live nodes a client of `zone` is told of (those having `listener`)."""
         ...

@@ -77,6 +77,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     part_cls = cls(ctx, "MetadataResponsePartition")
 
     zone = ctx.client_zone
+    await cluster.check_zone(zone)  # a lost zone's client must not be sent back to it
     real = not cluster.rewrites(zone, ctx.listener)
 
     def partition_answer(p: PartitionInfo) -> Any:
