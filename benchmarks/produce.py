@@ -44,9 +44,15 @@ With `--security-protocol SASL_SSL` the run instead compares, on one node, SASL_
 (SCRAM-SHA-512) with plaintext (benchmarks/produce_security.py); its last line is
 exactly `produce MB/s over SASL_SSL: X, plaintext Y, ratio R`.
 
+With `--acls N` the run instead compares, on one node with Kafka's StandardAuthorizer
+on, produce with N ACLs on the cluster against produce with only the producer's own
+(benchmarks/produce_acls.py); its last line is exactly
+`produce MB/s with N ACLs: X, without Y, ratio R`.
+
     python benchmarks/produce.py [--records N] [--store file|s3] [--latency-rate R]
                                  [--no-java] [--java-records N]
                                  [--security-protocol SASL_SSL [--security-rounds N]]
+                                 [--acls N [--acl-rounds N]]
 """
 
 from __future__ import annotations
@@ -411,7 +417,29 @@ def main() -> None:
         help="with --security-protocol SASL_SSL: rounds of (SASL_SSL, plaintext); the median "
         "of each is reported (default 3)",
     )
+    parser.add_argument(
+        "--acls",
+        type=int,
+        default=None,
+        help="measure produce with this many ACLs on the cluster (Kafka's StandardAuthorizer "
+        "on) against the same node with only the producer's ACLs, instead of the node "
+        "against the mock",
+    )
+    parser.add_argument(
+        "--acl-rounds",
+        type=int,
+        default=4,
+        help="with --acls: rounds of (with, without), in turn reversed; the median of each "
+        "is reported (default 4)",
+    )
     args = parser.parse_args()
+    if args.acls is not None:
+        if args.acls < 0 or args.acl_rounds < 1:
+            parser.error("--acls must be at least 0 and --acl-rounds at least 1")
+        from benchmarks.produce_acls import run as run_acls
+
+        run_acls(args, run_producer)
+        return
     if args.security_protocol == "SASL_SSL":
         from benchmarks.produce_security import run
 

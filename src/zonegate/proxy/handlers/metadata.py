@@ -69,6 +69,26 @@ def brokers_and_controller(
     return tuple(brokers), cluster.controller_for(ctx.client_zone, ctx.listener)
 
 
+def partition_fields(ctx: RequestContext, p: PartitionInfo, real: bool) -> dict[str, Any]:
+    """A partition's leader, replicas, in-sync and offline replicas as this client is told
+    them (the module doc); `real` when the cluster does not rewrite them for its zone.
+    DescribeTopicPartitions answers the same."""
+    leader = ctx.services.cluster.leader_for(p, ctx.client_zone, ctx.listener)
+    if real:
+        replicas, isr, offline = ctx.services.leadership.replicas(p)
+    else:
+        replicas, isr, offline = (leader,), (leader,), ()
+    return {
+        "error_code": ErrorCode.none,
+        "partition_index": p.partition,
+        "leader_id": leader,
+        "leader_epoch": p.leader_epoch,
+        "replica_nodes": replicas,
+        "isr_nodes": isr,
+        "offline_replicas": offline,
+    }
+
+
 @REGISTRY.register(API_KEY, 0, 12)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     topics = ctx.services.topics
@@ -81,21 +101,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     real = not cluster.rewrites(zone, ctx.listener)
 
     def partition_answer(p: PartitionInfo) -> Any:
-        leader = cluster.leader_for(p, zone, ctx.listener)
-        if real:
-            replicas, isr, offline = ctx.services.leadership.replicas(p)
-        else:
-            replicas, isr, offline = (leader,), (leader,), ()
-        return make(
-            part_cls,
-            error_code=ErrorCode.none,
-            partition_index=p.partition,
-            leader_id=leader,
-            leader_epoch=p.leader_epoch,
-            replica_nodes=replicas,
-            isr_nodes=isr,
-            offline_replicas=offline,
-        )
+        return make(part_cls, **partition_fields(ctx, p, real))
 
     with_operations = ctx.api_version >= 8 and getattr(
         request, "include_topic_authorized_operations", False
