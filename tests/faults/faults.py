@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.cluster_harness import wait_until
-from tests.faults.cluster import PARTITIONS, FaultNode, ProxiedCluster
-from tests.faults.workload import Workload, ZoneProducer
+from tests.faults.cluster import FaultNode, ProxiedCluster
+from tests.faults.workload import Workload
 
 LOST_ZONE = "zone-c"
 
@@ -178,21 +178,6 @@ def _metric(cluster: ProxiedCluster, name: str) -> dict[int, float]:
     return out
 
 
-def _partition_stall(since: float, until: float, producers: list[ZoneProducer]) -> float:
-    """The longest time in [since, until] any of the producers went without an ack on one
-    partition (a producer writes every partition: one that stalls shows only here)."""
-    worst = 0.0
-    for p in producers:
-        by_partition: dict[int, list[float]] = {n: [] for n in range(PARTITIONS)}
-        for ack, t in list(p.acks):
-            if since <= t <= until:
-                by_partition[ack.partition].append(t)
-        for acked in by_partition.values():
-            times = [since, *sorted(acked), until]
-            worst = max(worst, max(b - a for a, b in zip(times, times[1:], strict=False)))
-    return worst
-
-
 def zone_cut(cluster: ProxiedCluster, w: Workload) -> Outcome:
     """One zone's nodes cut off from the other zones' nodes (packets dropped both ways,
     connections left open) for three leases and a little more, while they still reach S3
@@ -223,7 +208,10 @@ def zone_cut(cluster: ProxiedCluster, w: Workload) -> Outcome:
     let_go = wait_until(lambda: not held(), 4 * lease_s, step=0.25)
     released = time.monotonic() - healed_at if let_go else -1.0
     fenced = sum(_metric(cluster, "zonegate_leader_fenced_commits_total").values())
-    others = _partition_stall(cut_at, until, [p for p in w.producers if p.zone != LOST_ZONE])
+    # Each of the other zones' producers writes every partition: the worst of theirs.
+    others = max(
+        w.longest_partition_stall(cut_at, until, [p]) for p in w.producers if p.zone != LOST_ZONE
+    )
     own = w.longest_stall(cut_at, until, [p for p in w.producers if p.zone == LOST_ZONE])
     return Outcome(
         [

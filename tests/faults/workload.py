@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from confluent_kafka import (
@@ -242,12 +243,15 @@ class Workload:
             worst = max(worst, max(b - a for a, b in zip(times, times[1:], strict=False)))
         return worst
 
-    def longest_partition_stall(self, since: float, until: float) -> float:
+    def longest_partition_stall(
+        self, since: float, until: float, producers: Sequence[ZoneProducer] | None = None
+    ) -> float:
         """The longest time in [since, until] any partition went without an ack from
-        any producer: how long the partitions led by lost nodes were unavailable (a
-        producer's own stall hides them while its other partitions are acknowledged)."""
+        any of `producers` (all by default): how long the partitions led by lost nodes
+        were unavailable (a producer's own stall hides them while its other partitions
+        are acknowledged). One producer in `producers`: that producer's stall."""
         by_partition: dict[int, list[float]] = {p: [] for p in range(PARTITIONS)}
-        for p in self.producers:
+        for p in self.producers if producers is None else producers:
             for partition, at in p.ack_partitions():
                 if since <= at <= until:
                     by_partition[partition].append(at)
