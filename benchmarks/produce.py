@@ -388,7 +388,8 @@ def main() -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="also run the Java producer's benchmark (kafka-producer-perf-test) against the "
-        "node and a real Apache Kafka broker; its line is then the last (default on)",
+        "node and a real Apache Kafka broker, and the throughput phase against that broker "
+        "(default on)",
     )
     parser.add_argument(
         "--java-records",
