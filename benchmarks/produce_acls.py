@@ -146,7 +146,7 @@ def _settle(admin: Any, acls: list[Acl]) -> float:
 def run(args: argparse.Namespace, run_producer: Producer) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from benchmarks.produce import _cpu_s
+    from benchmarks.cpu_time import cpu_s as _cpu_s
     from tests.node_harness import free_port_block, start_node
     from tests.security.secure_node import plain_jaas
 
