@@ -20,6 +20,8 @@ its seed record plus one per allowed produce), a refused fetch returns no bytes,
 refused JoinGroup leaves the group (its state, protocol and members) as it was, and a
 topic is created or deleted only by those allowed to. DescribeCluster is never refused:
 without DESCRIBE on the cluster its authorized operations are 0, shown as DENIED(31).
+The allowed OffsetDelete and DeleteRecords are logged by the coordinator and the leader
+naming the SASL principal, also when the node reached passed the call on.
 """
 
 from __future__ import annotations
@@ -250,6 +252,7 @@ def test_every_principal_tries_every_api_on_every_resource(cluster: Cluster) -> 
     rows: dict[tuple[str, str], dict[str, str]] = {}
     wrong: list[str] = []
     produced = dict.fromkeys(OWNERS, 1)  # the seed record
+    changed: list[tuple[str, str, str, int]] = []  # (user, api, resource, node index)
     turn = 0
     for user in USERS:
         attempts: list[Attempt] = []
@@ -269,6 +272,8 @@ def test_every_principal_tries_every_api_on_every_resource(cluster: Cluster) -> 
                 wrong.append(f"{what}, expected one of {sorted(attempt.ok)}")
             elif refusal is not None and code != refusal:
                 wrong.append(f"{what}, expected the refusal {refusal}")
+            if attempt.api in ("OffsetDelete", "DeleteRecords") and code == 0:
+                changed.append((user, attempt.api, attempt.resource, turn % 3))
             if attempt.api == "Produce" and code == 0:
                 produced[attempt.resource.removesuffix("-t")] += 1
             if attempt.api == "Fetch":
@@ -281,6 +286,7 @@ def test_every_principal_tries_every_api_on_every_resource(cluster: Cluster) -> 
                 assert _group_state(cluster, attempt.resource) == before, f"{what}: group changed"
     _print_table(rows)
     assert not wrong, "\n".join(wrong)
+    _changes_name_their_principal(cluster, changed)
     # A refused produce wrote nothing: each topic holds its seed and the allowed ones.
     for owner in OWNERS:
         ends = topic_attempts(owner, "admin")[4]  # ListOffsets, latest
@@ -299,6 +305,26 @@ def test_every_principal_tries_every_api_on_every_resource(cluster: Cluster) -> 
             assert (f"{owner}-new-{user}" in names) == allowed, (owner, user)
             allowed = may(user, Op.DELETE, RT.TOPIC, f"{owner}-")
             assert (f"{owner}-del-{user}" in names) != allowed, (owner, user)
+
+
+def _changes_name_their_principal(c: Cluster, changed: list[tuple[str, str, str, int]]) -> None:
+    """The coordinator's and the leader's log lines of the changes name the SASL principal
+    of the client that caused them, also when the node it reached passed the call on (the
+    principal carried over the node channel, docs/acls.md)."""
+    lines = c.node.log_text().splitlines()
+    for api, marker in (("OffsetDelete", "offsets of"), ("DeleteRecords", "records before")):
+        logged = [line.rsplit("(by ", 1)[1] for line in lines if f" {marker} " in line]
+        users = [f"User:{user})" for user, a, _, _ in changed if a == api]
+        assert users and logged[-len(users) :] == users, (api, logged, users)
+    # At least one OffsetDelete reached a node that does not coordinate its group.
+    reached = {n.config.listeners[0].port: n for n in c.node.nodes}
+    passed_on = [
+        (user, group, i)
+        for user, api, group, i in changed
+        if api == "OffsetDelete"
+        and (node := reached[c.ports[i]]).cluster.group_owner(group) != node.config.node_id
+    ]
+    assert passed_on, changed
 
 
 def _print_table(rows: dict[tuple[str, str], dict[str, str]]) -> None:

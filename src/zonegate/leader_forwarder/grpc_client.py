@@ -31,6 +31,7 @@ from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIn
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
 from zonegate.leader_forwarder.proto import leader_pb2_grpc as pb_grpc
 from zonegate.leader_forwarder.rpc_tls import tls_failure
+from zonegate.runtime.principal import ANONYMOUS, current_principal
 from zonegate.storage.index import IndexEntry, UnknownStream, entry_values
 
 log = logging.getLogger(__name__)
@@ -231,7 +232,10 @@ class RemoteLeader:
 
     async def delete_records(self, stream_id: int, offset: int) -> tuple[ErrorCode, int]:
         request = pb.DeleteRecordsRequest(
-            stream_id=stream_id, offset=offset, from_node=self._from_node
+            stream_id=stream_id,
+            offset=offset,
+            from_node=self._from_node,
+            principal=current_principal() or ANONYMOUS,
         )
         response = await self._call(
             lambda: self._stub.DeleteRecords(
@@ -249,7 +253,12 @@ class RemoteLeader:
         One attempt: a JoinGroup may wait a whole rebalance. The caller
         (services/groups.py) tries the next owner when this one is unreachable.
         """
-        request = pb.GroupCallRequest(from_node=self._from_node, payload=payload)
+        # The client's principal rides along, already checked here (docs/acls.md).
+        request = pb.GroupCallRequest(
+            from_node=self._from_node,
+            payload=payload,
+            principal=current_principal() or ANONYMOUS,
+        )
         try:
             response = await self._stub.GroupCall(
                 request, timeout=timeout_s, metadata=self._metadata
