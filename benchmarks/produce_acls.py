@@ -192,6 +192,7 @@ def run(args: argparse.Namespace, run_producer: Producer) -> None:
                     took = _settle(admin, sides[name])
                     topic = f"{BENCH_PREFIX}{i}-{len(sides[name])}"
                     admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
+                    _quiet(node.proc.pid)
                     node0 = _cpu_s(node.proc.pid)
                     r = run_producer(producer, topic, args.records, args.partitions)
                     node_cpu = (_cpu_s(node.proc.pid) - node0) / gib
@@ -218,6 +219,20 @@ def run(args: argparse.Namespace, run_producer: Producer) -> None:
         f"produce MB/s with {args.acls} ACLs: {with_acls:.1f}, without {without:.1f}, "
         f"ratio {with_acls / without:.2f}"
     )
+
+
+def _quiet(pid: int, timeout_s: float = 60.0) -> None:
+    """Waits until the node is idle (under a tenth of a core over half a second): the
+    previous phase's compaction and uploads otherwise run into the next phase, and in an
+    A/A run (`--acls 1`) phases then differed by up to 2x and the ratio said 0.90."""
+    from benchmarks.cpu_time import cpu_s
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        before = cpu_s(pid)
+        time.sleep(0.5)
+        if cpu_s(pid) - before < 0.05:
+            return
 
 
 def _load() -> str:
