@@ -32,7 +32,6 @@ from zonegate.storage.topic_rules import TopicRules
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
-MAX_PARTITIONS = 10_000
 
 
 class InvalidTopic(ValueError):
@@ -255,8 +254,10 @@ class Catalog:
     async def create(self, name: str, partitions: int, configs: dict[str, str | None]) -> TopicInfo:
         """Raises InvalidTopic, InvalidConfig, TopicExists or ValueError (bad partition count)."""
         check_topic_name(name)
-        if not 1 <= partitions <= MAX_PARTITIONS:
-            raise ValueError(f"number of partitions {partitions} is outside 1..{MAX_PARTITIONS}")
+        # No cap on a topic's partitions, as in Kafka: what one request may make is
+        # capped by the handlers (services/partition_limits.py).
+        if partitions < 1:
+            raise ValueError(f"number of partitions {partitions} is not >= 1")
         checked = validate_topic_configs(configs)
         async with self._lock:
             if name in self._by_name:
@@ -318,8 +319,6 @@ class Catalog:
                 if current is None:
                     raise LookupError(f"topic {name!r} does not exist")
                 have = len(current.partitions)
-                if total > MAX_PARTITIONS:
-                    raise ValueError(f"number of partitions {total} is above {MAX_PARTITIONS}")
                 if total <= have:
                     raise ValueError(
                         f"topic {name!r} has {have} partitions; the new count {total} "
