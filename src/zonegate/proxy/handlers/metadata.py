@@ -79,8 +79,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     zone = ctx.client_zone
     real = not cluster.rewrites(zone, ctx.listener)
 
+    leader_of = cluster.leaders_for(zone, ctx.listener)
+
     def partition_answer(p: PartitionInfo) -> Any:
-        leader = cluster.leader_for(p, zone, ctx.listener)
+        leader = leader_of(p)
         if real:
             replicas, isr, offline = ctx.services.leadership.replicas(p)
         else:
