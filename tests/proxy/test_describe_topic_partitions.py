@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,9 @@ class _Cluster:
 
     def leader_for(self, p: PartitionInfo, zone: str, listener: str | None = None) -> int:
         return p.leader_node
+
+    def leaders_for(self, zone: str, listener: str | None = None) -> Callable[[PartitionInfo], int]:
+        return lambda p: p.leader_node
 
 
 Nodes = tuple[int, ...]

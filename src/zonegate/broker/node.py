@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections.abc import Mapping
 
 import grpc
 
@@ -59,7 +60,7 @@ from zonegate.proxy.tls import ServerContexts
 from zonegate.qos.admission import QosScheduler
 from zonegate.qos.client_quotas import QuotaWindow
 from zonegate.router.membership import Membership
-from zonegate.router.placement import place
+from zonegate.router.placement import place_counted
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.runtime.supervisor import Supervisor
 from zonegate.services.api import Services
@@ -361,8 +362,8 @@ class Node:
         )
 
     # -- wiring -------------------------------------------------------------
-    def _place(self, count: int, current: list[int]) -> list[int]:
-        return place(count, self.membership.leading_nodes(), current)
+    def _place(self, count: int, current: Mapping[int, int]) -> list[int]:
+        return place_counted(count, self.membership.leading_nodes(), current)
 
     def _leads(self, stream_id: int) -> int | None:
         """The epoch at which the catalog says this node leads the stream, else None."""

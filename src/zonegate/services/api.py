@@ -31,7 +31,7 @@ here, so a handler imports this module and nothing else of the node.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -185,6 +185,10 @@ class Cluster(Protocol):
 
     def leader_for(self, partition: PartitionInfo, zone: str, listener: str | None = None) -> int:
         """The node a client of `zone` sends this partition's produce and fetch to."""
+        ...
+
+    def leaders_for(self, zone: str, listener: str | None = None) -> Callable[[PartitionInfo], int]:
+        """`leader_for` of many partitions, as the cluster is now (one Metadata answer)."""
         ...
 
     def rewrites(self, zone: str, listener: str | None = None) -> bool:

@@ -128,6 +128,9 @@ class NodeCluster:
     def leader_for(self, partition: PartitionInfo, zone: str, listener: str | None = None) -> int:
         return self._of(listener).leader_for(partition, zone)
 
+    def leaders_for(self, zone: str, listener: str | None = None) -> Callable[[PartitionInfo], int]:
+        return self._of(listener).leaders(zone)
+
     def rewrites(self, zone: str, listener: str | None = None) -> bool:
         return self._of(listener).rewrites(zone)
 

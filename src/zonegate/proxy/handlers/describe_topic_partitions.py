@@ -66,6 +66,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     # As Metadata: a lost zone's client is not told of its zone's dead nodes.
     await ctx.services.cluster.check_zone(ctx.client_zone)
     real = not ctx.services.cluster.rewrites(ctx.client_zone, ctx.listener)
+    leader_of = ctx.services.cluster.leaders_for(ctx.client_zone, ctx.listener)
 
     def topic_error(name: str, code: ErrorCode, operations: int = NOT_ASKED) -> Any:
         return make(
@@ -118,7 +119,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 partitions=tuple(
                     make(
                         part_cls,
-                        **partition_fields(ctx, p, real),
+                        **partition_fields(ctx, p, real, leader_of),
                         eligible_leader_replicas=(),
                         last_known_elr=(),
                     )

@@ -22,6 +22,7 @@ are filled in when asked: the topics' (v8+) and the cluster's (v8-10).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -69,11 +70,14 @@ def brokers_and_controller(
     return tuple(brokers), cluster.controller_for(ctx.client_zone, ctx.listener)
 
 
-def partition_fields(ctx: RequestContext, p: PartitionInfo, real: bool) -> dict[str, Any]:
+def partition_fields(
+    ctx: RequestContext, p: PartitionInfo, real: bool, leader_of: Callable[[PartitionInfo], int]
+) -> dict[str, Any]:
     """A partition's leader, replicas, in-sync and offline replicas as this client is told
-    them (the module doc); `real` when the cluster does not rewrite them for its zone.
-    DescribeTopicPartitions answers the same."""
-    leader = ctx.services.cluster.leader_for(p, ctx.client_zone, ctx.listener)
+    them (the module doc); `real` when the cluster does not rewrite them for its zone;
+    `leader_of` is the cluster's `leaders_for` this client's zone and listener, asked
+    once per answer. DescribeTopicPartitions answers the same."""
+    leader = leader_of(p)
     if real:
         replicas, isr, offline = ctx.services.leadership.replicas(p)
     else:
@@ -100,8 +104,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     await cluster.check_zone(zone)  # a lost zone's client must not be sent back to it
     real = not cluster.rewrites(zone, ctx.listener)
 
+    leader_of = cluster.leaders_for(zone, ctx.listener)
+
     def partition_answer(p: PartitionInfo) -> Any:
-        return make(part_cls, **partition_fields(ctx, p, real))
+        return make(part_cls, **partition_fields(ctx, p, real, leader_of))
 
     with_operations = ctx.api_version >= 8 and getattr(
         request, "include_topic_authorized_operations", False
