@@ -24,6 +24,11 @@ from tests.e2e import clients
 from tests.e2e.records_fixture import SampleRecord
 
 pytestmark = pytest.mark.e2e
+# A probe's request and answer as counted (a ReadIndex of watermarks of no stream,
+# leader_forwarder/grpc_client.py RemoteLeader.probe), rounded up, and the nodes'
+# heartbeat (serve_cli's, the test cluster's too).
+PROBE_BYTES = 64.0
+HEARTBEAT_S = 0.5
 ZONES = ["zone-a", "zone-b", "zone-c"]
 
 
@@ -72,8 +77,10 @@ def test_report_matrix_equals_node_counters(tmp_path: Path) -> None:
             if again == counted:
                 break
             counted = again
+        read_at = time.monotonic()
     finally:
         cluster.stop()  # a clean stop writes the last interval's usage records
+    probing_s = time.monotonic() - read_at
     assert any(f != t for _, f, t in counted), "the workload should have crossed zones"
 
     out = tmp_path / "report"
@@ -95,7 +102,17 @@ def test_report_matrix_equals_node_counters(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     matrix = pq.read_table(out / "parquet" / "matrix").to_pylist()
     reported = {(r["kind"], r["from_zone"], r["to_zone"]): float(r["bytes"]) for r in matrix}
-    assert reported == counted
+    # Every node probes every other's leader RPC each heartbeat (broker/peer_probes.py),
+    # counted as forward_rpc like any leader call, also after the counters were read
+    # and until each node stopped: the report may hold those probes' bytes more, and
+    # nothing else. Everything else is equal to the byte.
+    most = (probing_s / HEARTBEAT_S + 2) * PROBE_BYTES
+    for key in reported.keys() | counted.keys():
+        got, want = reported.get(key, 0.0), counted.get(key, 0.0)
+        if key[0] == "forward_rpc":
+            assert want <= got <= want + most, (key, got, want, most)
+        else:
+            assert got == want, (key, got, want)
     assert (out / "dashboard.html").stat().st_size > 1000
 
 
