@@ -41,18 +41,7 @@ def _shape(entity: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def error_codes(entity: Any, out: Counter[int]) -> None:
     """Counts every non-zero error code in `entity` and the records it holds."""
-    codes, nested = _shape(entity)
-    for name in codes:
-        code = getattr(entity, name)
-        if code != ErrorCode.none:
-            out[int(code)] += 1
-    for name in nested:
-        value = getattr(entity, name)
-        if isinstance(value, tuple):
-            if value and dataclasses.is_dataclass(value[0]):
-                _many_error_codes(value, out)
-        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-            error_codes(value, out)
+    _many_error_codes((entity,), out)
 
 
 def _many_error_codes(items: tuple[Any, ...], out: Counter[int]) -> None:
