@@ -8,7 +8,11 @@ consumer group; a zone lost, a zone cut off, slow/reset/half-open S3 links from 
 zone, a slow and flapping PostgreSQL link, client connections reset). Prints each
 fault's figures and the checker's counts; the last line is exactly
 `faults: lost 0, duplicated 0 over N acknowledged; worst recovery S s (zone lost),
-T s (zone cut off), produce p99 under 100 ms added S3 latency U ms`.
+T s (zone cut off), produce p99 under 100 ms added S3 latency U ms`. T is the
+longest time any partition of the other zones' producers went without an
+acknowledgement during the cut, until the controller moved the cut-off zone's
+partitions (docs/leader-protocol.md); the cut-off zone's own producer, whose
+nodes reach no leader until the link heals, is printed apart.
 
     python benchmarks/faults.py [--only zone-lost,zone-cut]   # a name twice runs it twice
 """

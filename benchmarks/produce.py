@@ -1,9 +1,16 @@
-"""Produce throughput and latency: a zonegate node against librdkafka's mock cluster, same run.
+"""Produce throughput, latency and CPU per byte: a zonegate node against librdkafka's mock cluster.
 
-confluent-kafka, 1 KiB records, acks=all, idempotent, 4 partitions. Two phases
-per broker:
+confluent-kafka, 1 KiB records, acks=all, idempotent, 4 partitions. The mock is
+librdkafka's mock cluster (3 brokers) in a process of its own
+(benchmarks/mock_cluster.py builds benchmarks/mock_cluster.c with gcc against
+the client's librdkafka), so its CPU time is its own and not the client's.
+Per broker:
 - throughput: produce as fast as the client can, record bytes over the time
-  from the first produce() until flush() returns;
+  from the first produce() until flush() returns; and the broker's CPU seconds
+  (user + system, its process tree's, from /proc) over that phase per GiB of
+  records: on a shared machine the MB/s follow the other jobs, the CPU per
+  byte much less;
+- consume: read those records back from the start, MB/s and CPU per GiB alike;
 - latency: produce at a fixed offered rate (`--latency-rate` records/s, below
   both brokers' capacity, so the figure is the broker's and not the client
   queue's), per record the delivery report time minus the produce() time.
@@ -21,19 +28,31 @@ jars tests/java_peer.py runs) with the same record size and count and
 acks=all (idempotence as Kafka 4's default: on), full speed, against a topic
 with as many partitions on the node (the same one, after the phases above) and
 on a real Apache Kafka broker (tests/apache_kafka.py: one KRaft node on this
-machine, started after the node's run and stopped at the end). Megabytes are
-10^6 bytes from the tool's records/s, as above (the tool's own "MB/sec" is
-MiB). The last line is then exactly
-`java producer MB/s: zonegate X, apache kafka Y, ratio R`, after the mock's
-summary line; with `--no-java` the last line is the mock's summary line.
+machine, started after the node's run and stopped at the end), where the
+confluent-kafka throughput phase runs too, for the broker's CPU per GiB on the
+same workload. Megabytes are 10^6 bytes from the tool's records/s, as above
+(the tool's own "MB/sec" is MiB); its line is
+`java producer MB/s: zonegate X, apache kafka Y, ratio R`.
+
+The last lines are the load average, then
+`consume CPU s per GiB: zonegate X, mock Y, ratio R; MB/s zonegate A, mock B`,
+and last exactly
+`produce CPU s per GiB: zonegate X, mock Y, ratio R; MB/s zonegate A, mock B`
+(R = X / Y).
 
 With `--security-protocol SASL_SSL` the run instead compares, on one node, SASL_SSL
 (SCRAM-SHA-512) with plaintext (benchmarks/produce_security.py); its last line is
 exactly `produce MB/s over SASL_SSL: X, plaintext Y, ratio R`.
 
+With `--acls N` the run instead compares, on one node with Kafka's StandardAuthorizer
+on, produce with N ACLs on the cluster against produce with only the producer's own
+(benchmarks/produce_acls.py); its last line is exactly
+`produce MB/s with N ACLs: X, without Y, ratio R`.
+
     python benchmarks/produce.py [--records N] [--store file|s3] [--latency-rate R]
                                  [--no-java] [--java-records N]
                                  [--security-protocol SASL_SSL [--security-rounds N]]
+                                 [--acls N [--acl-rounds N]]
 """
 
 from __future__ import annotations
@@ -51,6 +70,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.cpu_time import cpu_s, measured  # noqa: E402 - needs the path above
+from benchmarks.mock_cluster import mock_cluster  # noqa: E402
 
 RECORD_BYTES = 1024
 
@@ -125,8 +147,10 @@ def run_producer(
 
 
 @contextlib.contextmanager
-def zonegate_node(args: argparse.Namespace) -> Iterator[tuple[dict[str, Any], Callable[[], str]]]:
-    """A started node with a 4-partition topic: its client config, and a CPU report for S3."""
+def zonegate_node(
+    args: argparse.Namespace,
+) -> Iterator[tuple[dict[str, Any], Callable[[], str], int]]:
+    """A started node with a 4-partition topic: its client config, a CPU report for S3, its pid."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from tests.node_harness import start_node
@@ -163,7 +187,7 @@ def zonegate_node(args: argparse.Namespace) -> Iterator[tuple[dict[str, Any], Ca
             if moto is not None:
                 assert moto.pid is not None
                 pids["moto's server"] = moto.pid
-            cpu0 = {name: _cpu_s(pid) for name, pid in pids.items()}
+            cpu0 = {name: cpu_s(pid) for name, pid in pids.items()}
 
             def s3_report() -> str:
                 if moto is None:
@@ -177,13 +201,13 @@ def zonegate_node(args: argparse.Namespace) -> Iterator[tuple[dict[str, Any], Ca
                 ]
                 # Where the S3 run's time went: all phases, so compare runs, not phases.
                 mean_mb = sum(sizes) / max(len(sizes), 1) / 1e6
-                used = ", ".join(f"{n} {_cpu_s(pid) - cpu0[n]:.1f}" for n, pid in pids.items())
+                used = ", ".join(f"{n} {cpu_s(pid) - cpu0[n]:.1f}" for n, pid in pids.items())
                 return (
                     f"s3: {len(sizes)} WAL objects PUT, mean {mean_mb:.2f} MB;"
                     f" CPU seconds over all phases: {used}"
                 )
 
-            yield {"bootstrap.servers": node.bootstrap}, s3_report
+            yield {"bootstrap.servers": node.bootstrap}, s3_report, node.proc.pid
         finally:
             node.stop()
             if moto is not None:
@@ -202,13 +226,54 @@ def latency_phase(conf: dict[str, Any], args: argparse.Namespace) -> dict[str, f
     )
 
 
-def _cpu_s(pid: int) -> float:
-    """User plus system CPU seconds a process has used so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def run_consumer(
+    conf: dict[str, Any], topic: str, partitions: int, min_bytes: int
+) -> dict[str, float]:
+    """Read every partition from its start to its end, again until `min_bytes` are read, as
+    fast as the client can.
 
+    The mock keeps only the newest 5 MiB of each partition (librdkafka's mock log is
+    capped), so it is read over several times to serve as many bytes as the node."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-MOCK_CONF = {"test.mock.num.brokers": 3, "bootstrap.servers": ""}
+    consumer = Consumer(
+        {
+            "group.id": "bench-consume",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            **conf,
+        }
+    )
+    now = time.perf_counter
+    start = now()
+    assignment = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)]
+    consumer.assign(assignment)
+    at_end: set[int] = set()
+    got = nbytes = 0
+    progress = start
+    while len(at_end) < partitions:
+        # consume() waits for a whole batch until its timeout: short, so the end is not waited for.
+        batch = consumer.consume(1000, timeout=0.05)
+        if batch:
+            progress = now()
+        elif now() - progress > 30:
+            raise RuntimeError(f"consumed {got} records, then nothing for 30 s")
+        for msg in batch:
+            err = msg.error()
+            if err is not None and err.code() == KafkaError._PARTITION_EOF:
+                at_end.add(msg.partition() or 0)
+            elif err is not None:
+                raise RuntimeError(f"consume error: {err}")
+            else:
+                got += 1
+                nbytes += len(msg.value() or b"")
+        if len(at_end) == partitions and nbytes < min_bytes:
+            at_end.clear()
+            consumer.assign(assignment)
+    elapsed = now() - start
+    consumer.close()
+    return {"mb_s": nbytes / elapsed / 1e6, "seconds": elapsed, "bytes": nbytes}
+
 
 # kafka-run-class.sh's performance options, with a heap that fits a small machine;
 # no C1-only start-up tuning here, the producer's steady state is what is measured.
@@ -258,13 +323,35 @@ def java_producer(bootstrap: str, records: int, partitions: int) -> dict[str, fl
     return {"mb_s": rps * RECORD_BYTES / 1e6, "avg_ms": avg, "p50_ms": p50, "p99_ms": p99}
 
 
-def apache_kafka_java_producer(records: int, partitions: int) -> dict[str, float]:
+def apache_kafka(
+    records: int, java_records: int, partitions: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """On a real Apache Kafka broker: the Java producer's benchmark, then the confluent-kafka
+    throughput phase (the JIT warm by then); each with the broker's CPU per GiB."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
     from tests.apache_kafka import ApacheKafkaBroker
 
     with tempfile.TemporaryDirectory() as tmp:
         broker = ApacheKafkaBroker(Path(tmp) / "kafka").start()
         try:
-            return java_producer(broker.bootstrap, records, partitions)
+            assert broker.proc is not None
+            pid = broker.proc.pid
+            java = measured(
+                pid,
+                lambda: java_producer(broker.bootstrap, java_records, partitions),
+                java_records * RECORD_BYTES,
+            )
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            admin.create_topics([NewTopic("bench", partitions, 1)])["bench"].result(30)
+            del admin
+            conf = {"bootstrap.servers": broker.bootstrap}
+            confluent = measured(
+                pid,
+                lambda: run_producer(conf, "bench", records, partitions),
+                records * RECORD_BYTES,
+            )
+            return java, confluent
         finally:
             broker.stop()
 
@@ -301,7 +388,8 @@ def main() -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="also run the Java producer's benchmark (kafka-producer-perf-test) against the "
-        "node and a real Apache Kafka broker; its line is then the last (default on)",
+        "node and a real Apache Kafka broker, and the throughput phase against that broker "
+        "(default on)",
     )
     parser.add_argument(
         "--java-records",
@@ -330,7 +418,29 @@ def main() -> None:
         help="with --security-protocol SASL_SSL: rounds of (SASL_SSL, plaintext); the median "
         "of each is reported (default 3)",
     )
+    parser.add_argument(
+        "--acls",
+        type=int,
+        default=None,
+        help="measure produce with this many ACLs on the cluster (Kafka's StandardAuthorizer "
+        "on) against the same node with only the producer's ACLs, instead of the node "
+        "against the mock",
+    )
+    parser.add_argument(
+        "--acl-rounds",
+        type=int,
+        default=4,
+        help="with --acls: rounds of (with, without), in turn reversed; the median of each "
+        "is reported (default 4)",
+    )
     args = parser.parse_args()
+    if args.acls is not None:
+        if args.acls < 0 or args.acl_rounds < 1:
+            parser.error("--acls must be at least 0 and --acl-rounds at least 1")
+        from benchmarks.produce_acls import run as run_acls
+
+        run_acls(args, run_producer)
+        return
     if args.security_protocol == "SASL_SSL":
         from benchmarks.produce_security import run
 
@@ -338,12 +448,27 @@ def main() -> None:
         return
     if args.latency_rounds < 1:
         parser.error(f"--latency-rounds must be at least 1, got {args.latency_rounds}")
+    load0 = os.getloadavg()
+    gib = args.records * RECORD_BYTES
     rounds: list[tuple[dict[str, float], dict[str, float]]] = []
-    with zonegate_node(args) as (conf, s3_report):
-        z = run_producer(conf, "bench", args.records, args.partitions)
-        m = run_producer(MOCK_CONF, "bench", args.records, args.partitions)
+    with (
+        mock_cluster(3, {"bench": args.partitions}) as (mock_bootstrap, mock_pid),
+        zonegate_node(args) as (conf, s3_report, node_pid),
+    ):
+        mconf = {"bootstrap.servers": mock_bootstrap}
+        # The mock's CPU is its own process's: it no longer shares the client's.
+        z = measured(
+            node_pid, lambda: run_producer(conf, "bench", args.records, args.partitions), gib
+        )
+        m = measured(
+            mock_pid, lambda: run_producer(mconf, "bench", args.records, args.partitions), gib
+        )
+        # The consume pass reads back what the throughput phase wrote, before the latency
+        # phases add more.
+        zc = measured(node_pid, lambda: run_consumer(conf, "bench", args.partitions, gib))
+        mc = measured(mock_pid, lambda: run_consumer(mconf, "bench", args.partitions, gib))
         for i in range(args.latency_rounds):
-            rounds.append((latency_phase(conf, args), latency_phase(MOCK_CONF, args)))
+            rounds.append((latency_phase(conf, args), latency_phase(mconf, args)))
             zr, mr = rounds[-1]
             print(
                 f"latency round {i + 1}: zonegate p50 {zr['p50_ms']:.1f} ms p99 {zr['p99_ms']:.1f}"
@@ -352,10 +477,15 @@ def main() -> None:
         report = s3_report()
         java_records = args.java_records or args.records
         if args.java:
-            jz = java_producer(conf["bootstrap.servers"], java_records, args.partitions)
+            jz = measured(
+                node_pid,
+                lambda: java_producer(conf["bootstrap.servers"], java_records, args.partitions),
+                java_records * RECORD_BYTES,
+            )
     if args.java:
         # After the node has stopped: the broker's JVM never shares the machine with it.
-        jk = apache_kafka_java_producer(java_records, args.partitions)
+        jk, kc = apache_kafka(args.records, java_records, args.partitions)
+    load1 = os.getloadavg()
     if report:
         print(report)
     for name, r, lat in (
@@ -378,12 +508,31 @@ def main() -> None:
             print(
                 f"java producer, {name}: {r['mb_s']:.1f} MB/s ({java_records} x {RECORD_BYTES} B,"
                 f" acks=all, idempotent);  latency avg {r['avg_ms']:.1f} ms"
-                f" p50 {r['p50_ms']:.0f} ms p99 {r['p99_ms']:.0f} ms (the tool's, at full speed)"
+                f" p50 {r['p50_ms']:.0f} ms p99 {r['p99_ms']:.0f} ms (the tool's, at full speed);"
+                f"  broker CPU s per GiB {r['cpu_gib']:.2f}"
             )
         print(
             f"java producer MB/s: zonegate {jz['mb_s']:.1f}, apache kafka {jk['mb_s']:.1f}, "
             f"ratio {jz['mb_s'] / jk['mb_s']:.2f}"
         )
+        print(
+            f"apache kafka, confluent-kafka throughput phase: {kc['mb_s']:.1f} MB/s, broker CPU s"
+            f" per GiB {kc['cpu_gib']:.2f} (zonegate {z['cpu_gib']:.2f}, mock {m['cpu_gib']:.2f})"
+        )
+    print(
+        f"load average (1 min) at start {load0[0]:.1f}, at end {load1[0]:.1f}; "
+        f"{os.cpu_count()} cores"
+    )
+    print(
+        f"consume CPU s per GiB: zonegate {zc['cpu_gib']:.2f}, mock {mc['cpu_gib']:.2f}, ratio"
+        f" {zc['cpu_gib'] / mc['cpu_gib']:.2f}; MB/s zonegate {zc['mb_s']:.1f},"
+        f" mock {mc['mb_s']:.1f} (MB read: zonegate {zc['bytes'] / 1e6:.0f},"
+        f" mock {mc['bytes'] / 1e6:.0f})"
+    )
+    print(
+        f"produce CPU s per GiB: zonegate {z['cpu_gib']:.2f}, mock {m['cpu_gib']:.2f}, ratio "
+        f"{z['cpu_gib'] / m['cpu_gib']:.2f}; MB/s zonegate {z['mb_s']:.1f}, mock {m['mb_s']:.1f}"
+    )
 
 
 def _median_round(rounds: list[dict[str, float]]) -> dict[str, float]:

@@ -9,8 +9,11 @@ throughput phase (confluent-kafka, 1 KiB records, acks=all, idempotent), each on
 topic of its own; the median round of each is reported, so that a stall of the shared
 machine lands on both sides alike. Each round also reports the CPU seconds per GiB
 produced of the node and of the client (this process: Python and librdkafka's
-threads), and a line before the last compares their medians: on a busy machine those
-hold when the throughput does not. The last line is exactly
+threads), and of the node's event-loop thread alone: TLS and SASL run there, while the
+node's other threads (WAL and compaction files) do the same work on both sides and
+vary by seconds per GiB from round to round with what else the machine runs. A line
+before the last compares their medians: on a busy machine those hold when the
+throughput does not. The last line is exactly
 `produce MB/s over SASL_SSL: X, plaintext Y, ratio R`.
 """
 
@@ -35,6 +38,12 @@ def _own_cpu_s() -> float:
     return t.user + t.system
 
 
+def _loop_cpu_s(pid: int) -> float:
+    """CPU seconds of a process's main thread (the node's event loop), from Linux /proc."""
+    fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run(args: argparse.Namespace, run_producer: Producer) -> None:
     from confluent_kafka.admin import (
         AdminClient,
@@ -44,7 +53,7 @@ def run(args: argparse.Namespace, run_producer: Producer) -> None:
         UserScramCredentialUpsertion,
     )
 
-    from benchmarks.produce import _cpu_s
+    from benchmarks.cpu_time import cpu_s as _cpu_s
     from tests.security.certs import TestPki
     from tests.security.client_configs import Login, confluent
     from tests.security.secure_node import SecureNode, security_properties
@@ -76,24 +85,27 @@ def run(args: argparse.Namespace, run_producer: Producer) -> None:
             results: dict[str, list[float]] = {name: [] for name in sides}
             # CPU seconds per GiB produced, (node, client) per round: on a shared machine
             # throughput follows the other jobs, CPU time per byte much less.
-            cpu: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
+            cpu: dict[str, list[tuple[float, float, float]]] = {name: [] for name in sides}
             gib = args.records * 1024 / 2**30
             assert node.proc is not None
             for i in range(args.security_rounds):
                 for name, conf in sides.items():
                     topic = f"bench-{name.lower()}-{i}"
                     admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
-                    node0, client0 = _cpu_s(node.proc.pid), _own_cpu_s()
+                    pid = node.proc.pid
+                    node0, loop0, client0 = _cpu_s(pid), _loop_cpu_s(pid), _own_cpu_s()
                     r = run_producer(conf, topic, args.records, args.partitions)
-                    node_cpu = (_cpu_s(node.proc.pid) - node0) / gib
+                    node_cpu = (_cpu_s(pid) - node0) / gib
+                    loop_cpu = (_loop_cpu_s(pid) - loop0) / gib
                     client_cpu = (_own_cpu_s() - client0) / gib
                     results[name].append(r["mb_s"])
-                    cpu[name].append((node_cpu, client_cpu))
+                    cpu[name].append((node_cpu, client_cpu, loop_cpu))
                     print(
                         f"round {i + 1}: {name:9s} {r['mb_s']:8.1f} MB/s ({args.records} x 1024 B"
                         f" in {r['seconds']:.1f} s; p50 {r['p50_ms']:.1f} ms p99"
-                        f" {r['p99_ms']:.1f} ms at full speed; CPU s/GiB: node {node_cpu:.2f},"
-                        f" client {client_cpu:.2f})",
+                        f" {r['p99_ms']:.1f} ms at full speed; CPU s/GiB: node {node_cpu:.2f}"
+                        f" (event loop {loop_cpu:.2f}), client {client_cpu:.2f}; load average"
+                        f" {os.getloadavg()[0]:.1f})",
                         flush=True,
                     )
             del admin
@@ -101,11 +113,12 @@ def run(args: argparse.Namespace, run_producer: Producer) -> None:
             node.stop()
     # When the node and its client share a machine's cores, the throughput they reach
     # together is that of their CPU time per byte: compare the sums too.
-    med = {name: [statistics.median(c[k] for c in cpu[name]) for k in (0, 1)] for name in cpu}
-    (sn, sc), (pn, pc) = med["SASL_SSL"], med["plaintext"]
+    med = {name: [statistics.median(c[k] for c in cpu[name]) for k in (0, 1, 2)] for name in cpu}
+    (sn, sc, sl), (pn, pc, pl) = med["SASL_SSL"], med["plaintext"]
     print(
-        f"CPU s/GiB (medians): SASL_SSL node {sn:.2f} + client {sc:.2f}, plaintext node "
-        f"{pn:.2f} + client {pc:.2f}; node ratio {pn / sn:.2f}, node+client ratio "
+        f"CPU s/GiB (medians): SASL_SSL node {sn:.2f} (event loop {sl:.2f}) + client {sc:.2f}, "
+        f"plaintext node {pn:.2f} (event loop {pl:.2f}) + client {pc:.2f}; node ratio "
+        f"{pn / sn:.2f}, event loop ratio {pl / sl:.2f}, node+client ratio "
         f"{(pn + pc) / (sn + sc):.2f}"
     )
     secured = statistics.median(results["SASL_SSL"])

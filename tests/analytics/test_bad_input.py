@@ -50,9 +50,9 @@ def test_unknown_schema_version_leaves_no_report(
     spark: Any = request.getfixturevalue("spark") if engine == "spark" else None
     spec = SyntheticSpec(days=1, intervals_per_day=1, topics=1, clients_per_zone=1)
     write_local(generate(spec), tmp_path / "store")
-    write_local(generate(dataclasses.replace(spec, schema_version=4, seed=9)), tmp_path / "store")
+    write_local(generate(dataclasses.replace(spec, schema_version=5, seed=9)), tmp_path / "store")
     out = tmp_path / "out"
-    with pytest.raises(UnknownSchemaVersion, match="schema_version 4"):
+    with pytest.raises(UnknownSchemaVersion, match="schema_version 5"):
         run_report(
             locate((tmp_path / "store").as_uri()),
             out,

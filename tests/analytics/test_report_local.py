@@ -13,10 +13,12 @@ import pytest
 
 from zonegate.analytics.facts import FACT_KEYS, FACTS_SCHEMA, arrow_facts
 from zonegate.analytics.source import locate
-from zonegate.analytics.synthetic import Truth
+from zonegate.analytics.synthetic import Truth, write_local
 from zonegate.analytics.tables import LEADER_RPCS, NO_CLIENT_ID, NO_TOPIC, report_tables
 from zonegate.cost_model import UsageTotals, cost_of_usage, kafka_cost, price_table, usage_rates
 from zonegate.cost_model.kafka import LeaderCross
+
+from .test_tenants import SPEC, _tenant_objects
 
 pytestmark = pytest.mark.integration
 AWS = price_table("aws", "us-east-1")
@@ -106,6 +108,7 @@ def _fact(
         client_id=client_id,
         s3_purpose="",
         principal="",
+        outage_window="",
         records=1,
         stored_byte_seconds=0.0,
         **sums,
@@ -113,21 +116,30 @@ def _fact(
     return row
 
 
-def test_both_engines_sum_the_same_facts(spark: Any, synthetic_store: tuple[Path, Truth]) -> None:
+def test_both_engines_sum_the_same_facts(
+    spark: Any, synthetic_store: tuple[Path, Truth], tmp_path: Path
+) -> None:
     from zonegate.analytics.spark_engine import spark_facts
 
-    loc = locate(synthetic_store[0].as_uri())
-    by_arrow, by_spark = arrow_facts(loc), spark_facts(spark, loc)
+    # The synthetic store, and records of two tenants with an outage (principals and
+    # outage windows in the facts' keys).
+    tenants = tmp_path / "tenants"
+    write_local(_tenant_objects(SPEC), tenants)
+    for root in (synthetic_store[0], tenants):
+        loc = locate(root.as_uri())
+        by_arrow, by_spark = arrow_facts(loc), spark_facts(spark, loc)
 
-    def rows(t: pa.Table) -> list[dict[str, Any]]:
-        return sorted(t.to_pylist(), key=lambda r: tuple(str(r[k]) for k in FACT_KEYS))
+        def rows(t: pa.Table) -> list[dict[str, Any]]:
+            return sorted(t.to_pylist(), key=lambda r: tuple(str(r[k]) for k in FACT_KEYS))
 
-    a, b = rows(by_arrow), rows(by_spark)
-    assert len(a) == len(b) > 0
-    for x, y in zip(a, b, strict=True):
-        assert x["stored_byte_seconds"] == pytest.approx(y.pop("stored_byte_seconds"))
-        x.pop("stored_byte_seconds")
-        assert x == y
+        a, b = rows(by_arrow), rows(by_spark)
+        assert len(a) == len(b) > 0
+        for x, y in zip(a, b, strict=True):
+            assert x["stored_byte_seconds"] == pytest.approx(y.pop("stored_byte_seconds"))
+            x.pop("stored_byte_seconds")
+            assert x == y
+    assert {r["outage_window"] for r in a} == {"", "2025-01-01 00:00", "2025-01-02 00:00"}
+    assert {r["principal"] for r in a} == {"", "User:alice", "User:bob"}
 
 
 def test_costs_add_up_to_cost_of_usage_of_the_totals(report: tuple[Any, Truth, Path]) -> None:

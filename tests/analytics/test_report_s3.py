@@ -91,10 +91,10 @@ def test_report_over_s3_matches_truth(s3: MotoS3Server, tmp_path: Path, engine: 
 def test_unknown_version_over_s3_is_named(s3: MotoS3Server, tmp_path: Path, engine: str) -> None:
     url = f"s3://{DEFAULT_BUCKET}/cluster2-{engine}"
     spec = SyntheticSpec(
-        days=1, intervals_per_day=1, topics=1, clients_per_zone=1, schema_version=4
+        days=1, intervals_per_day=1, topics=1, clients_per_zone=1, schema_version=5
     )
     asyncio.run(_upload(url, s3.endpoint_url, list(generate(spec))))
     done = _report_cli(url, s3.endpoint_url, tmp_path / "out", engine)
     assert done.returncode == 2, done.stderr[-3000:]
-    assert "schema_version 4" in done.stderr and "no report was written" in done.stderr
+    assert "schema_version 5" in done.stderr and "no report was written" in done.stderr
     assert not (tmp_path / "out").exists()

@@ -16,6 +16,7 @@ from zonegate.broker.controller import Controller, LeaderBalance
 from zonegate.metastore.models import NodeRecord
 from zonegate.metastore.sqlite import SqliteMetaStore
 from zonegate.router.membership import Membership
+from zonegate.storage.index import IndexEntry, PartitionCommit
 
 pytestmark = pytest.mark.integration
 
@@ -143,3 +144,81 @@ def test_leaders_spread_once_the_other_zones_join_and_only_if_enabled(tmp_path: 
 
     asyncio.run(run(True))
     asyncio.run(run(False))
+
+
+def test_a_zone_cut_off_from_the_others_loses_its_partitions_and_gets_them_back(
+    tmp_path: Path,
+) -> None:
+    """Zone c's nodes renew their leases but report, and are reported, unreached by zones
+    a and b: a quarter lease later the controller (in zone c itself: it judges from the
+    rows) holds them cut off and moves their partitions, bumping the epochs, so a commit
+    by the deposed leader at its old epoch is fenced; group ownership and placement
+    leave them out. A lease after the link heals they are let go, and the leader balance
+    brings their partitions back."""
+
+    async def run() -> None:
+        meta = SqliteMetaStore(str(tmp_path / "m.db"))
+        now = T0
+        zones = {1: "a", 2: "a", 3: "b", 4: "b", 5: "c", 6: "c"}
+        cut = {1: (5, 6), 2: (5, 6), 3: (5, 6), 4: (5, 6), 5: (1, 2, 3, 4), 6: (1, 2, 3, 4)}
+
+        def node(node_id: int, unreached: tuple[int, ...] = ()) -> NodeRecord:
+            return NodeRecord(
+                node_id, zones[node_id], "h", 9092, "h", 0, incarnation=1, unreached=unreached
+            )
+
+        async def renew_all(reports: dict[int, tuple[int, ...]]) -> None:
+            for n in zones:
+                await meta.register_node(node(n, reports.get(n, ())), LEASE_MS, now)
+
+        members = Membership(meta, node(5), lease_ms=LEASE_MS, clock_ms=lambda: now)
+        balance = LeaderBalance(True, interval_ms=1000, imbalance_pct=10)
+        controller = Controller(meta, members, clock_ms=lambda: now, balance=balance)
+        await renew_all({})
+        await meta.create_topic("t", {}, [1, 2, 3, 4, 5, 6])
+        now += LEASE_MS  # past the controller's first lease (module doc)
+        await renew_all({})
+        assert await controller.run_once() == 0
+
+        await renew_all(cut)
+        assert await controller.run_once() == 0  # found cut off: held a quarter lease on
+        now += LEASE_MS // 4
+        await renew_all(cut)
+        assert await controller.run_once() == 2
+        t = await meta.get_topic("t")
+        assert t is not None
+        moved = {p.stream_id: p for p in t.partitions if p.partition >= 4}
+        assert {p.leader_node for p in moved.values()} <= {1, 2, 3, 4}
+        assert all(p.leader_epoch == 1 for p in moved.values())
+        rows = {n.node_id: n for n in await meta.list_nodes()}
+        assert rows[5].cut_off_ms == now and rows[6].cut_off_ms == now
+        assert rows[1].cut_off_ms == 0
+        await members.renew(meta)
+        assert {n.node_id for n in members.leading_nodes()} == {1, 2, 3, 4}
+
+        # Node 5 led partition 4 at epoch 0; its next commit of it is refused.
+        stale = PartitionCommit(
+            stream_id=t.partitions[4].stream_id,
+            leader_epoch=0,
+            next_offset=1,
+            entries=(IndexEntry(0, 0, "wal/x", 0, 10, now, now),),
+            producers=(),
+        )
+        assert await meta.commit_appends([stale]) == {t.partitions[4].stream_id}
+
+        # Healed: held a whole lease more, while the balance leaves them alone.
+        for _ in range(LEASE_MS // 1000):
+            now += 1000
+            await renew_all({})
+            assert await controller.run_once() == 0
+        assert all(n.cut_off_ms for n in await meta.list_nodes() if n.node_id in (5, 6))
+        now += 1000
+        await renew_all({})
+        assert await controller.run_once() == 2  # let go, and the balance moves them home
+        t = await meta.get_topic("t")
+        assert t is not None
+        assert [p.leader_node for p in t.partitions] == [1, 2, 3, 4, 5, 6]
+        assert not any(n.cut_off_ms for n in await meta.list_nodes())
+        await meta.close()
+
+    asyncio.run(run())

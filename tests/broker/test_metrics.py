@@ -92,6 +92,7 @@ def test_each_family_is_there_after_traffic(tmp_path: Path) -> None:
         assert "zonegate_connections" in m
         assert list(m["zonegate_ready"].values()) == [1.0]
         assert list(m["zonegate_controller_active"].values()) == [1.0], "the only node"
+        assert list(m["zonegate_zone_live_nodes"].values()) == [1.0]
         # The first Produce of a new topic, or the group's first OffsetFetch, answers
         # with an error code a client retries; every answered error is counted by code.
         assert "zonegate_errors_total" in m

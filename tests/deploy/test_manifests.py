@@ -105,6 +105,10 @@ def test_prod_has_the_monitoring_objects_with_known_metrics() -> None:
         assert rule["alert"] and rule["expr"] and rule["annotations"]["summary"]
         used = set(re.findall(r"\b(zonegate_[a-z_]+|up)\b", rule["expr"]))
         assert used and used <= known, (rule["alert"], used - known)
+    # A lost zone's own series vanish with it: the alert for it must read what the
+    # surviving nodes export about every zone (operations.md, network faults).
+    (zone_rule,) = [r for r in rules if r["alert"] == "ZonegateZoneWithoutNode"]
+    assert "zonegate_zone_live_nodes" in zone_rule["expr"], zone_rule["expr"]
     dashboard = json.loads(
         _one(docs, "ConfigMap", "zonegate-grafana-dashboard")["data"]["zonegate-dashboard.json"]
     )

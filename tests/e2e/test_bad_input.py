@@ -215,7 +215,7 @@ def test_negative_and_bad_partitions(node: RunningNode) -> None:
     # validate_only: the same checks, nothing added.
     for name, count, code in (
         ("ok", 5, ErrorCode.invalid_partitions),
-        ("ok", 20_000, ErrorCode.invalid_partitions),
+        ("ok", 20_000, ErrorCode.policy_violation),  # adds more than 10,000 at once
         ("nope", 9, ErrorCode.unknown_topic_or_partition),
         ("ok", 9, ErrorCode.none),
     ):
@@ -230,4 +230,42 @@ def test_negative_and_bad_partitions(node: RunningNode) -> None:
     assert _produce(conn, {("ok", 5): _batch()}) == {
         ("ok", 5): ErrorCode.unknown_topic_or_partition
     }
+    conn.close()
+
+
+def _validate_create(conn: RawConnection, counts: dict[str, int]) -> list[tuple[ErrorCode, str]]:
+    resp = conn.request(
+        CreateTopicsRequest(
+            topics=tuple(
+                CreatableTopic(
+                    name=name, num_partitions=n, replication_factor=1, assignments=(), configs=()
+                )
+                for name, n in counts.items()
+            ),
+            timeout=T,
+            validate_only=True,
+        )
+    )
+    return [(t.error_code, t.error_message or "") for t in resp.topics]
+
+
+def test_partitions_per_request_capped_as_kafka(node: RunningNode) -> None:
+    """No cap on a topic's partitions; at most 10,000 made per request, as Kafka's
+    controller: more gets POLICY_VIOLATION with its message, for every topic named."""
+    conn = RawConnection(node.port)
+    too_many = (ErrorCode.policy_violation, "Excessively large number of partitions per request.")
+    assert _validate_create(conn, {"big": 100_000}) == [too_many]
+    assert _validate_create(conn, {"a": 5000, "b": 5001}) == [too_many, too_many]
+    assert _validate_create(conn, {"a": 5000, "b": 5000}) == [(ErrorCode.none, "")] * 2
+    assert _create(conn, "grows", 1)[0] == ErrorCode.none
+    for count, code in ((10_001, ErrorCode.none), (10_002, ErrorCode.policy_violation)):
+        resp = conn.request(
+            CreatePartitionsRequest(
+                topics=(CreatePartitionsTopic(name="grows", count=count, assignments=None),),
+                timeout=T,
+                validate_only=True,
+            )
+        )
+        assert resp.results[0].error_code == code, count
+    assert resp.results[0].error_message == "Unable to perform excessively large batch operation."
     conn.close()

@@ -145,7 +145,7 @@ def test_bytes_go_to_each_partitions_leader_zone_and_baseline_matches_kafka(
     records = [r for r in _records(root) if r["topic"] == TOPIC]
     by_kind_zone: dict[tuple[str, str], int] = defaultdict(int)
     for r in records:
-        assert r["schema_version"] == 3  # per-partition leader zones since 2; principals 3
+        assert r["schema_version"] == 4  # leader zones since 2; principals 3; reasons 4
         if r["kind"] in ("produce_data", "fetch_data"):
             assert r["principal"] == "User:ANONYMOUS"  # PLAINTEXT clients
         if r["kind"] == "produce_data":

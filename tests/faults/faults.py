@@ -5,12 +5,15 @@ its figures as lines, and the measures a test bounds or the benchmark
 
 from __future__ import annotations
 
+import math
+import os
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.cluster_harness import wait_until
-from tests.faults.cluster import ProxiedCluster
+from tests.faults.cluster import FaultNode, ProxiedCluster
 from tests.faults.workload import Workload
 
 LOST_ZONE = "zone-c"
@@ -66,6 +69,11 @@ def _stage_lines(before: Stages, after: Stages, what: str) -> list[str]:
     return lines
 
 
+def _led(n: FaultNode) -> int:
+    """How many partitions the node leads, as its catalog says (its /metrics)."""
+    return int(sum(v for name, _, v in n.node.metrics() if name == "zonegate_partitions_led"))
+
+
 def _settled(w: Workload) -> None:
     assert wait_until(lambda: w.acked_since(time.monotonic() - 0.5), 60), "producers resumed"
 
@@ -84,6 +92,7 @@ def zone_lost(cluster: ProxiedCluster, w: Workload) -> Outcome:
     until = time.monotonic()
     others = w.longest_stall(lost_at, until, [p for p in w.producers if p.zone != LOST_ZONE])
     moved = w.longest_stall(lost_at, until, [p for p in w.producers if p.zone == LOST_ZONE])
+    partitions = w.longest_partition_stall(lost_at, until)
     cluster.toxi.reset()
     for n in cluster.in_zone(LOST_ZONE):
         n.node.start()
@@ -96,29 +105,132 @@ def zone_lost(cluster: ProxiedCluster, w: Workload) -> Outcome:
             f"{LOST_ZONE}'s nodes killed -9: other zones' producers' longest stall "
             f"{others:.2f} s (lease {lease_s:.0f} s)",
             f"{LOST_ZONE}'s producer, through other zones' nodes: longest stall {moved:.2f} s",
+            f"longest time a partition went without an acknowledgement {partitions:.2f} s",
         ],
-        {"others": others, "moved": moved, "recovery": max(others, moved)},
+        {
+            "others": others,
+            "moved": moved,
+            "partitions": partitions,
+            "recovery": max(others, moved),
+        },
     )
 
 
-def zone_cut(cluster: ProxiedCluster, w: Workload, cut_s: float = 10.0) -> Outcome:
+def zone_silent(cluster: ProxiedCluster, w: Workload) -> Outcome:
+    """A zone's power lost: its nodes frozen (SIGSTOP) and every link to and from them
+    dropping packets with connections left open (timeout toxics both ways), for two
+    leases and a little more; nothing refuses, so only the nodes' leases running out
+    tell the others (operations.md). Then the frozen nodes are killed and started."""
+    lease_s = cluster.lease_ms / 1000
+    zone = cluster.in_zone(LOST_ZONE)
+    others = [n for n in cluster.nodes if n.zone != LOST_ZONE]
+    total = sum(_led(n) for n in cluster.nodes)
+    links = {*cluster.proxies_to(LOST_ZONE), *cluster.rpc_proxies(LOST_ZONE)}
+    links |= {f"pg-{LOST_ZONE}", f"s3-{LOST_ZONE}"}
+    lost_at = time.monotonic()
+    for name in sorted(links):
+        for stream in ("upstream", "downstream"):
+            cluster.toxi.add_toxic(name, f"dark-{stream}", "timeout", {"timeout": 0}, stream=stream)
+    for n in zone:
+        assert n.node.proc is not None
+        os.kill(n.node.proc.pid, signal.SIGSTOP)
+    # When the other zones' nodes lead every partition: the frozen nodes' leases ran
+    # out and the controller moved their partitions.
+    moved_s = float("nan")
+    while time.monotonic() < lost_at + 2 * lease_s + 2:
+        if math.isnan(moved_s) and sum(_led(n) for n in others) >= total:
+            moved_s = time.monotonic() - lost_at
+        time.sleep(0.25)
+    until = time.monotonic()
+    stall = w.longest_stall(lost_at, until, [p for p in w.producers if p.zone != LOST_ZONE])
+    moved = w.longest_stall(lost_at, until, [p for p in w.producers if p.zone == LOST_ZONE])
+    partitions = w.longest_partition_stall(lost_at, until)
+    for n in zone:
+        n.node.kill9()  # SIGKILL ends a stopped process too
+    cluster.toxi.reset()
+    for n in zone:
+        n.node.start()
+    cluster.wait_ready()
+    return Outcome(
+        [
+            f"{LOST_ZONE} silent ({len(links)} links dropping packets, nodes frozen): "
+            f"other zones' producers' longest stall {stall:.2f} s (lease {lease_s:.0f} s)",
+            f"{LOST_ZONE}'s producer: longest stall {moved:.2f} s",
+            f"longest time a partition went without an acknowledgement {partitions:.2f} s",
+            f"every partition led by another zone's node {moved_s:.2f} s after the loss",
+        ],
+        {
+            "others": stall,
+            "moved": moved,
+            "partitions": partitions,
+            "moved_s": moved_s,
+            "recovery": partitions,
+        },
+    )
+
+
+def _metric(cluster: ProxiedCluster, name: str) -> dict[int, float]:
+    """One metric of every running node, by node id (absent: 0)."""
+    out = {}
+    for n in cluster.nodes:
+        if n.node.alive():
+            out[n.node_id] = sum(v for m, _, v in n.node.metrics() if m == name)
+    return out
+
+
+def zone_cut(cluster: ProxiedCluster, w: Workload) -> Outcome:
     """One zone's nodes cut off from the other zones' nodes (packets dropped both ways,
-    connections left open) while they still reach S3 and PostgreSQL."""
+    connections left open) for three leases and a little more, while they still reach S3
+    and PostgreSQL: the controller holds them cut off and moves their partitions
+    (router/reachability.py), and lets them go a lease after the link heals."""
+    lease_s = cluster.lease_ms / 1000
+    cut_s = 3 * lease_s + 2
     proxies = list(cluster.rpc_proxies(LOST_ZONE))
+    cut_ids = sorted(n.node_id for n in cluster.in_zone(LOST_ZONE))
+    fenced_before = sum(_metric(cluster, "zonegate_leader_fenced_commits_total").values())
     cut_at = time.monotonic()
     for name in proxies:
         for stream in ("upstream", "downstream"):
             cluster.toxi.add_toxic(name, f"cut-{stream}", "timeout", {"timeout": 0}, stream=stream)
-    time.sleep(cut_s)
+
+    def held() -> list[int]:
+        return sorted(n for n, v in _metric(cluster, "zonegate_node_cut_off").items() if v)
+
+    held_within = -1.0
+    while time.monotonic() < cut_at + cut_s:
+        if held_within < 0 and held() == cut_ids:
+            held_within = time.monotonic() - cut_at
+        time.sleep(0.25)
     until = time.monotonic()
+    held_at_heal = held()
     cluster.toxi.reset()
-    stall = w.longest_stall(cut_at, until)
+    healed_at = time.monotonic()
+    let_go = wait_until(lambda: not held(), 4 * lease_s, step=0.25)
+    released = time.monotonic() - healed_at if let_go else -1.0
+    fenced = sum(_metric(cluster, "zonegate_leader_fenced_commits_total").values())
+    # Each of the other zones' producers writes every partition: the worst of theirs.
+    others = max(
+        w.longest_partition_stall(cut_at, until, [p]) for p in w.producers if p.zone != LOST_ZONE
+    )
+    own = w.longest_stall(cut_at, until, [p for p in w.producers if p.zone == LOST_ZONE])
     return Outcome(
         [
             f"{LOST_ZONE} cut off from the other zones' nodes for {cut_s:.0f} s "
-            f"({len(proxies)} links): longest stall {stall:.2f} s"
+            f"({len(proxies)} links; lease {lease_s:.0f} s): nodes {cut_ids} held cut off "
+            f"{held_within:.2f} s after the cut (still at the heal: {held_at_heal}), let go "
+            f"{released:.2f} s after the heal",
+            f"other zones' producers' longest stall on a partition {others:.2f} s; "
+            f"{LOST_ZONE}'s producer (its nodes reach no leader during the cut) {own:.2f} s",
+            f"commits fenced by a moved leader epoch: {fenced - fenced_before:.0f}",
         ],
-        {"recovery": stall},
+        {
+            "recovery": others,
+            "own": own,
+            "held_within": held_within,
+            "held_at_heal": float(len(held_at_heal)),
+            "released": released,
+            "fenced": fenced - fenced_before,
+        },
     )
 
 
@@ -157,6 +269,34 @@ def s3_links(cluster: ProxiedCluster, w: Workload) -> Outcome:
     _settled(w)
     stall = w.longest_stall(half_from, time.monotonic())
     out.lines.append(f"{LOST_ZONE}'s S3 links half-open for 5 s: longest stall {stall:.2f} s")
+    return out
+
+
+def s3_bandwidth(cluster: ProxiedCluster, w: Workload, kib_s: int = 16) -> Outcome:
+    """One zone's uploads to S3 limited to `kib_s` KiB/s per connection for 10 s
+    (Toxiproxy's bandwidth toxic on what its nodes send): its PUTs take longer, every
+    zone's produce latency printed before and during."""
+    proxy, out = f"s3-{LOST_ZONE}", Outcome()
+    base_from, base = time.monotonic(), _stages(cluster)
+    time.sleep(4.0)
+    slow_from, slow = time.monotonic(), _stages(cluster)
+    cluster.toxi.add_toxic(proxy, "narrow", "bandwidth", {"rate": kib_s}, stream="upstream")
+    time.sleep(10.0)
+    slow_until = time.monotonic()
+    cluster.toxi.reset()
+    out.lines += _stage_lines(base, slow, "before")
+    out.lines += _stage_lines(
+        slow, _stages(cluster), f"with {LOST_ZONE}'s uploads at {kib_s} KiB/s"
+    )
+    for p in w.producers:
+        during = p.latencies(slow_from + 1, slow_until - 1)
+        out.lines.append(
+            f"{p.zone} produce {latency(p.latencies(base_from, slow_from))} before, "
+            f"{latency(during)} with {LOST_ZONE}'s uploads at {kib_s} KiB/s"
+        )
+        if during:
+            out.measures[f"{p.zone}_p99_ms"] = 1000 * _at(during, 0.99)
+    _settled(w)
     return out
 
 
@@ -214,8 +354,10 @@ def client_resets(cluster: ProxiedCluster, w: Workload) -> Outcome:
 
 FAULTS: dict[str, Fault] = {
     "zone-lost": zone_lost,
+    "zone-silent": zone_silent,
     "zone-cut": zone_cut,
     "s3-links": s3_links,
+    "s3-bandwidth": s3_bandwidth,
     "pg-link": pg_link,
     "client-resets": client_resets,
 }

@@ -3,7 +3,11 @@ S3 server, every link through Toxiproxy (tests/faults/cluster.py): three idempot
 producers (one per zone, acks=all) and a consumer group run before, during and after
 each fault (tests/faults/faults.py); the checker (tests/faults/checker.py) must find
 nothing lost, duplicated, reordered, double-assigned or stuck. Recovery times are
-printed and kept in test-artifacts/faults.txt."""
+printed and kept in test-artifacts/faults.txt.
+
+Seconds (2 shared cores, load 20-35): zone-lost 90, zone-silent 46-83 (a 14 s outage,
+then the frozen nodes killed and started again), s3-bandwidth 25-30; the cluster's
+start 26-57 once; the whole directory 320 s."""
 
 from __future__ import annotations
 
@@ -20,9 +24,31 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 def test_no_anomaly_under_the_fault(healed: ProxiedCluster, name: str) -> None:
     report, outcome = run_scenario(healed, name, FAULTS[name])
     assert report.ok, (report.examples(), outcome.lines)
+    lease_s = healed.lease_ms / 1000
     if name == "zone-lost":
         # The dead nodes' RPC ports refuse, so the controller ends their leases at its
-        # next pass (operations.md): within a lease; two bound it for the other zones'
-        # producers. The lost zone's own producer is only printed: whether librdkafka
-        # finds another zone's node is up to its re-bootstrap (2.2 s to never, in 14 s).
-        assert outcome.measures["others"] < 2 * healed.lease_ms / 1000, outcome.lines
+        # next pass (operations.md): within a lease; two bound it for every producer.
+        # The lost zone's own producer re-bootstraps to other zones' nodes 3 s after it
+        # reaches no broker, and they tell it of their own nodes once its zone's nodes
+        # are silent for a quarter of a lease (router/view.py); measured 2.0-3.5 s.
+        assert outcome.measures["others"] < 2 * lease_s, outcome.lines
+        assert outcome.measures["moved"] < 2 * lease_s, outcome.lines
+    if name == "zone-silent":
+        # Nothing refuses: the frozen nodes' leases run out (one lease), then the
+        # controller's next pass moves their partitions; two leases bound it. The
+        # producers' stall is only printed: an Append forwarded to a frozen leader
+        # waits out its gRPC deadline (10 s) before going to the new one (operations.md).
+        assert outcome.measures["moved_s"] < 2 * lease_s, outcome.lines
+    if name == "zone-cut":
+        # Probes unanswered a quarter lease, then held cut off a quarter lease on end: the
+        # controller moves the cut-off zone's partitions within half a lease and three
+        # heartbeats of the cut (4.5 s of a 6 s lease; docs/leader-protocol.md), and the
+        # other zones' producers write to every partition again about a second later
+        # (4.5-6.3 s measured at load average 18-52, 10.4 s once at 60). Bounded here by
+        # two leases, as the zone lost is, well inside the 20 s cut that stalled them
+        # whole before. (`held_within` is as the nodes' /metrics show it, polled: a
+        # heartbeat and a scrape late.) Both sides are let go a lease after it heals.
+        m = outcome.measures
+        assert 0 < m["held_within"] < 2 * lease_s and m["held_at_heal"] == 2, outcome.lines
+        assert m["recovery"] < 2 * lease_s, outcome.lines
+        assert 0 <= m["released"] < 3 * lease_s, outcome.lines

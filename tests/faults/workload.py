@@ -11,9 +11,17 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
 
 from tests.faults.checker import Ack, History, Read, positions
 from tests.faults.cluster import PARTITIONS, ZONES, ProxiedCluster
@@ -96,6 +104,11 @@ class ZoneProducer:
                 out.append(at - sent)
         return sorted(out)
 
+    def ack_partitions(self) -> list[tuple[int, float]]:
+        """Each acknowledgement's partition and time."""
+        with self._lock:
+            return [(ack.partition, at) for ack, at in self.acks]
+
     def ack_times(self) -> list[float]:
         with self._lock:
             return sorted(t for _, t in self.acks)
@@ -155,6 +168,20 @@ class Group:
             t.join(60)
 
 
+def _end_offset(c: Consumer, tp: TopicPartition, attempts: int = 5) -> int:
+    """The partition's end offset, asked again on a local error: librdkafka drops its
+    bootstrap brokers' handles after the first Metadata, failing a request in flight on
+    one (`_DESTROY_BROKER`, seen once under load)."""
+    for attempt in range(attempts):
+        try:
+            return int(c.get_watermark_offsets(tp, timeout=30)[1])
+        except KafkaException:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(1.0)
+    raise AssertionError("unreachable")
+
+
 def final_read(
     bootstrap: str, topic: str, timeout_s: float = 60.0
 ) -> tuple[list[Read], dict[int, int]]:
@@ -169,10 +196,7 @@ def final_read(
         }
     )
     try:
-        ends = {
-            p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
-            for p in range(PARTITIONS)
-        }
+        ends = {p: _end_offset(c, TopicPartition(topic, p)) for p in range(PARTITIONS)}
         c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
         reads: list[Read] = []
         done = {p for p, end in ends.items() if end == 0}
@@ -217,6 +241,24 @@ class Workload:
         for p in producers or self.producers:
             times = [since, *(t for t in p.ack_times() if since <= t <= until), until]
             worst = max(worst, max(b - a for a, b in zip(times, times[1:], strict=False)))
+        return worst
+
+    def longest_partition_stall(
+        self, since: float, until: float, producers: Sequence[ZoneProducer] | None = None
+    ) -> float:
+        """The longest time in [since, until] any partition went without an ack from
+        any of `producers` (all by default): how long the partitions led by lost nodes
+        were unavailable (a producer's own stall hides them while its other partitions
+        are acknowledged). One producer in `producers`: that producer's stall."""
+        by_partition: dict[int, list[float]] = {p: [] for p in range(PARTITIONS)}
+        for p in self.producers if producers is None else producers:
+            for partition, at in p.ack_partitions():
+                if since <= at <= until:
+                    by_partition[partition].append(at)
+        worst = 0.0
+        for times in by_partition.values():
+            edges = [since, *sorted(times), until]
+            worst = max(worst, max(b - a for a, b in zip(edges, edges[1:], strict=False)))
         return worst
 
     def finish(self, stuck_after_s: float = 60.0) -> History:

@@ -279,6 +279,26 @@ async def test_register_node_creates_and_renews_its_row_and_lease(stores: Stores
     assert await stores.open().list_nodes() == expected, "every node reads the same rows"
 
 
+async def test_the_peers_a_node_reports_unreached_and_its_cut_off_mark_are_kept(
+    stores: Stores,
+) -> None:
+    """The node writes `unreached` with each renewal; the controller's `cut_off_ms` stays
+    through renewals (and a new incarnation's claim) until the controller clears it."""
+    store = stores.open()
+    await store.register_node(dataclasses.replace(node(1), unreached=(3, 5)), 500, 5000)
+    await store.register_node(node(2), 500, 5000)
+    await store.set_cut_off(1, 5100)
+    one, two = await stores.open().list_nodes()
+    assert (one.unreached, one.cut_off_ms) == ((3, 5), 5100)
+    assert (two.unreached, two.cut_off_ms) == ((), 0)
+    await store.register_node(node(1), 500, 5200)  # it reaches everyone again
+    one, _ = await store.list_nodes()
+    assert (one.unreached, one.cut_off_ms) == ((), 5100), "a renewal leaves the mark"
+    await store.set_cut_off(1, 0)
+    one, _ = await store.list_nodes()
+    assert one.cut_off_ms == 0 and one.leads(5300)
+
+
 async def test_a_nodes_listener_endpoints_are_kept_with_its_row(stores: Stores) -> None:
     store = stores.open()
     endpoints = (("PLAINTEXT", "10.0.0.1", 9092), ("SASL_SSL", "kafka-1.example.com", 9093))

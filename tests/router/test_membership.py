@@ -1,4 +1,5 @@
-"""Membership's zone_of answers from an index, never staler than a scan of live_nodes()."""
+"""Membership's zone_of answers from an index, never staler than a scan of live_nodes();
+live_by_zone counts a zone whose nodes all stopped as 0."""
 
 from __future__ import annotations
 
@@ -56,6 +57,26 @@ def test_zone_of_follows_leases_moves_and_leaves(tmp_path: Path) -> None:
         await meta.expire_node(3)
         await m.renew()
         assert zones() == {1: "zone-a", 2: "zone-c", 3: "", 99: ""}
+        await meta.close()
+
+    asyncio.run(run())
+
+
+def test_live_by_zone_counts_a_lost_zone_as_zero(tmp_path: Path) -> None:
+    async def run() -> None:
+        meta = SqliteMetaStore(str(tmp_path / "meta.db"))
+        now = [1000]
+        m = Membership(meta, _rec(1, "zone-a"), lease_ms=LEASE, clock_ms=lambda: now[0])
+        await meta.register_node(_rec(1, "zone-a"), LEASE, now[0])
+        await meta.register_node(_rec(2, "zone-b"), LEASE, now[0])
+        await meta.register_node(_rec(3, "zone-b"), LEASE, now[0] + 2000)
+        await m.renew()
+        assert m.live_by_zone() == {"zone-a": 1, "zone-b": 2}
+        now[0] = 1000 + LEASE  # node 2's lease ran out; we count ourselves
+        assert m.live_by_zone() == {"zone-a": 1, "zone-b": 1}
+        await meta.expire_node(3)  # the zone's last node: its row stays, counted 0
+        await m.renew()
+        assert m.live_by_zone() == {"zone-a": 1, "zone-b": 0}
         await meta.close()
 
     asyncio.run(run())

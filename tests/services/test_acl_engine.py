@@ -410,6 +410,34 @@ def test_ten_thousand_acls_check_looks_at_the_few_that_apply() -> None:
     assert CountingIndex.handed <= 4 * 2
 
 
+def test_a_decision_is_kept_for_its_snapshot_and_the_memo_is_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A repeated check is answered from the engine's memo (the index is not asked
+    again); a new snapshot decides afresh; past the bound the memo starts again."""
+    import zonegate.services.acl_engine as acl_engine
+
+    grant = acl(TOPIC, "orders", LITERAL, "User:alice", "*", Op.WRITE, ALLOW)
+    e = AclEngine(CountingIndex([grant]))
+    CountingIndex.handed = 0
+    for _ in range(3):
+        assert e.allowed("User:alice", HOST, Op.WRITE, TOPIC, "orders")
+        assert not e.allowed("User:bob", HOST, Op.WRITE, TOPIC, "orders")
+    assert CountingIndex.handed == 2  # one look-up per distinct question
+    # The same questions over a snapshot without the grant: decided again, refused.
+    after = e.with_index(AclIndex())
+    assert not after.allowed("User:alice", HOST, Op.WRITE, TOPIC, "orders")
+    assert e.allowed("User:alice", HOST, Op.WRITE, TOPIC, "orders")  # the old one keeps its own
+    monkeypatch.setattr(acl_engine, "DECISIONS_KEPT", 4)
+    bounded = AclEngine(CountingIndex([grant]))
+    for i in range(10):
+        assert not bounded.allowed("User:alice", HOST, Op.WRITE, TOPIC, f"t{i}")
+        assert len(bounded._decisions) <= 4
+    CountingIndex.handed = 0
+    assert not bounded.allowed("User:alice", HOST, Op.WRITE, TOPIC, "t9")
+    assert CountingIndex.handed == 0  # the latest ones are kept
+
+
 # -- core's AuthorizerTest -----------------------------------------------------------
 VALID_OPS = [op for op in Op if op not in (Op.UNKNOWN, Op.ANY)]
 

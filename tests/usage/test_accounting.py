@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from zonegate.metastore.models import PartitionInfo, TopicInfo
-from zonegate.proxy.accounting import account_request, split
+from zonegate.proxy.accounting import account_request, cross_zone_reason, split
 from zonegate.proxy.context import ClientInfo, RequestContext
 from zonegate.services.api import ANONYMOUS
 from zonegate.usage.accounting import (
@@ -20,6 +20,7 @@ from zonegate.usage.accounting import (
     Counts,
     TrafficKey,
 )
+from zonegate.usage.schema import OUTAGE, ROUTED
 
 pytestmark = pytest.mark.unit
 
@@ -59,7 +60,10 @@ def _services(topics: dict[str, TopicInfo], zones: dict[int, str]) -> Any:
     return SimpleNamespace(
         accounting=Accounting(1, "zone-a"),
         topics=SimpleNamespace(get=topics.get),
-        cluster=SimpleNamespace(zone_of=lambda n: zones.get(n, "")),
+        cluster=SimpleNamespace(
+            zone_of=lambda n: zones.get(n, ""),
+            zone_served=lambda zone, listener=None: True if zone in zones.values() else None,
+        ),
     )
 
 
@@ -154,3 +158,34 @@ def test_requests_about_no_topic_are_one_key() -> None:
         TrafficKey(OTHER, "zone-a", "zone-a", "", "", "x", "User:ANONYMOUS")
     ]
     assert _counts(other) == (30, 40, 1)
+
+
+@pytest.mark.parametrize(
+    ("client_zone", "served", "reason"),
+    [
+        ("zone-a", False, ""),  # the node's own zone: nothing crossed
+        ("", False, ""),  # no zone known
+        ("zone-b", False, OUTAGE),  # zone-b has nodes, none live: a lost zone's client
+        ("zone-b", True, ROUTED),  # zone-b has a live node the client did not reach
+        ("zone-b", None, ROUTED),  # the cluster never had a node in zone-b
+    ],
+)
+def test_a_client_of_another_zone_is_recorded_with_why_it_crossed(
+    client_zone: str, served: bool | None, reason: str
+) -> None:
+    asked: list[tuple[str, str | None]] = []
+
+    def zone_served(zone: str, listener: str | None = None) -> bool | None:
+        asked.append((zone, listener))
+        return served
+
+    node = _services({}, {})
+    node.cluster.zone_served = zone_served
+    client = ClientInfo("10.0.0.1", 1, 1)
+    ctx = RequestContext(node, ANONYMOUS, "SASL_PLAINTEXT", client, client_zone, 18, 3, 2, "x", 30)
+    assert cross_zone_reason(ctx) == reason
+    account_request(ctx, None, 40)
+    (key,) = node.accounting.totals
+    assert key.cross_zone_reason == reason and key.peer_zone == client_zone
+    # The listener is the client's: a zone whose live nodes lack it serves none of its clients.
+    assert asked == ([] if reason == "" else [(client_zone, "SASL_PLAINTEXT")] * 2)

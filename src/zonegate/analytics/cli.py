@@ -141,6 +141,10 @@ def run(args: argparse.Namespace) -> int:
         if spark is not None:
             spark.stop()
     print(s3_purposes_text(result.tables["s3_by_purpose"]))
+    print(tenants_text(result.tables["cost_by_principal"]))
+    from zonegate.analytics.outage import outage_text
+
+    print(outage_text(result.tables["outage_cross_zone"]))
     print(f"report written to {args.out} (open {args.out / 'dashboard.html'})")
     return 0
 
@@ -165,6 +169,21 @@ def s3_purposes_text(rows: list[dict[str, Any]]) -> str:
             if r[k]
         )
         lines.append(f"  {r['purpose']:<{width}}  USD {r['request_usd']:.6g}  ({counts})")
+    return "\n".join(lines)
+
+
+def tenants_text(rows: list[dict[str, Any]]) -> str:
+    """Cost by principal, one line each, most expensive first (the table's order)."""
+    if not rows:
+        return "cost by principal: no traffic in the records"
+    total = sum(r["total_usd"] for r in rows)
+    lines = [f"cost by principal (USD {total:.6g} in all):"]
+    width = max(len(r["principal"]) for r in rows)
+    for r in rows:
+        lines.append(
+            f"  {r['principal']:<{width}}  USD {r['total_usd']:.6g}  ({r['bytes']:,} bytes, "
+            f"{r['cross_zone_bytes']:,} across zones)"
+        )
     return "\n".join(lines)
 
 

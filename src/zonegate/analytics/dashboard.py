@@ -35,6 +35,9 @@ class DashboardData:
     by_zone: Sequence[Row]
     daily: Sequence[Row]
     savings: Sequence[Row]
+    by_principal: Sequence[Row] = ()
+    by_principal_client: Sequence[Row] = ()
+    outage: Sequence[Row] = ()
 
 
 def _table(
@@ -194,6 +197,60 @@ def _traffic(rows: Sequence[Row], key: str, label: str, noun: str, table: str) -
     return f'<div class="split"><div>{chart}</div><div>{table_html}</div></div>'
 
 
+_TENANT_COLS: list[tuple[str, str, Callable[[Any], str] | None]] = [
+    ("bytes", "Traffic", charts.size),
+    ("produce_bytes", "Produced", charts.size),
+    ("fetch_bytes", "Fetched", charts.size),
+    ("cross_zone_bytes", "Cross-zone", charts.size),
+    ("transfer_usd", "Transfer", usd),
+    ("leader_rpc_usd", "Leader RPCs (share)", usd),
+    ("s3_put_requests", "S3 PUTs (share)", lambda x: f"{x:,.0f}"),
+    ("s3_get_requests", "S3 GETs (share)", lambda x: f"{x:,.0f}"),
+    ("s3_put_usd", "S3 PUT", usd),
+    ("s3_get_usd", "S3 GET", usd),
+    ("s3_storage_usd", "S3 storage", usd),
+    ("total_usd", "Total", usd),
+]
+
+
+def _tenants(d: DashboardData) -> str:
+    """Cost by principal, then the TOP client ids inside principals by cost."""
+    by_principal = _table(d.by_principal, [("principal", "Principal", None), *_TENANT_COLS])
+    top = d.by_principal_client[:TOP]
+    clients = _table(
+        top, [("principal", "Principal", None), ("client_id", "Client id", None), *_TENANT_COLS]
+    )
+    rest = len(d.by_principal_client) - len(top)
+    more = (
+        f'<p class="note rest">The {TOP} costliest of {len(d.by_principal_client):,}; all of '
+        "them: <code>csv/cost_by_principal_client/</code>.</p>"
+        if rest > 0
+        else ""
+    )
+    return f"{by_principal}<h3>By client id inside each principal</h3>{clients}{more}"
+
+
+def _outage(d: DashboardData) -> str:
+    if not d.outage:
+        return (
+            '<p class="note">None: no client of a lost zone was served by another zone\'s nodes '
+            "in these records.</p>"
+        )
+    return _table(
+        d.outage,
+        [
+            ("zone", "Lost zone", None),
+            ("window_start", "From (UTC)", None),
+            ("window_end", "To (UTC)", None),
+            ("served_in_zone", "Served in", None),
+            ("bytes", "Cross-zone", charts.size),
+            ("produce_bytes", "Produced", charts.size),
+            ("fetch_bytes", "Fetched", charts.size),
+            ("transfer_usd", "Transfer", usd),
+        ],
+    )
+
+
 def render(d: DashboardData) -> str:
     days = [str(r["day"]) for r in d.daily]
     period = f"{days[0]} to {days[-1]}" if days else "no days"
@@ -335,6 +392,8 @@ def render(d: DashboardData) -> str:
             ],
         ),
         "prices": prices_html,
+        "tenants": _tenants(d),
+        "outage": _outage(d),
     }
     template = resources.files("zonegate.analytics").joinpath("dashboard.html").read_text("utf-8")
     return Template(template).substitute(fields)

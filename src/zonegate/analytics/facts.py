@@ -1,7 +1,9 @@
 """Usage records summed into facts: the one step of the report that reads every record.
 
 Facts are the records summed by (schema_version, UTC day, kind, node zone, peer
-zone, topic, client id, S3 purpose, principal). They are small, since records collapse over
+zone, topic, client id, S3 purpose, principal, outage window: the UTC hour of a
+client row whose bytes crossed zones because the client's zone was lost, "" on
+every other row). They are small, since records collapse over
 intervals, nodes and the client's and leader's zones (what Kafka's leaders would
 have made cross, client to leader, is kept as a sum), so every report table is built from
 them on the driver (`tables`). Two engines compute the same facts: this module,
@@ -24,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from zonegate.analytics.source import UsageLocation, local_path
-from zonegate.usage.schema import ARROW_SCHEMA, UsageInputError, conform
+from zonegate.usage.schema import ARROW_SCHEMA, OUTAGE, UsageInputError, conform
 
 if TYPE_CHECKING:
     from zonegate.storage.instrumented import InstrumentedObjectStore
@@ -39,6 +41,10 @@ FACT_KEYS = (
     "client_id",
     "s3_purpose",
     "principal",  # schema 3; "" in older records
+    # Schema 4: "YYYY-MM-DD HH:00" (UTC) of the interval of a row whose cross_zone_reason
+    # is an outage, so the report can say when and where a lost zone's clients crossed;
+    # "" elsewhere, so facts do not grow by the hour in normal times.
+    "outage_window",
 )
 RECORD_SUMS = (
     "bytes_in",
@@ -71,7 +77,8 @@ FACTS_SCHEMA = pa.schema(
 )
 _SUMMED = ("records", *RECORD_SUMS, *LEADER_SUMS, "stored_byte_seconds")
 _READ_COLUMNS = [
-    *(k for k in FACT_KEYS if k != "day"),
+    *(k for k in FACT_KEYS if k not in ("day", "outage_window")),
+    "cross_zone_reason",
     "client_zone",
     "leader_zone",
     "interval_start",
@@ -108,12 +115,18 @@ def facts_of(records: pa.Table) -> pa.Table:
             **{
                 k: records.column(k)
                 for k in FACT_KEYS
-                if k not in ("day", "s3_purpose", "principal")
+                if k not in ("day", "s3_purpose", "principal", "outage_window")
             },
             # Schema-1 objects read as the current schema lack it (null): no purpose.
             "s3_purpose": records.column("s3_purpose").fill_null(""),
             # Schema-1 and -2 objects lack it: no principal was recorded.
             "principal": records.column("principal").fill_null(""),
+            # Schema 1 to 3 objects lack the reason: no outage was recorded.
+            "outage_window": pc.if_else(
+                pc.equal(records.column("cross_zone_reason").fill_null(""), OUTAGE),
+                pc.strftime(start, format="%Y-%m-%d %H:00"),
+                "",
+            ),
             "leader_cross_bytes": pc.if_else(crossed, both, 0),
             "leader_unknown_bytes": pc.if_else(unknown, both, 0),
             # Days are UTC days: the timestamps are UTC, and a date32 cast keeps them so.

@@ -20,12 +20,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from zonegate.analytics import dashboard
+from zonegate.analytics import dashboard, tenants
 from zonegate.analytics.facts import arrow_facts
+from zonegate.analytics.outage import SCHEMA as OUTAGE_SCHEMA
+from zonegate.analytics.outage import outage_cross_zone
 from zonegate.analytics.progress import Progress
 from zonegate.analytics.savings import kafka_for_day, savings
 from zonegate.analytics.source import UsageLocation
-from zonegate.analytics.tables import SCHEMAS, report_tables, schema_versions
+from zonegate.analytics.tables import SCHEMAS, flows, report_tables, schema_versions
 from zonegate.cost_model.measured import usage_rates
 from zonegate.cost_model.prices import PriceTable
 from zonegate.usage.schema import UsageInputError, check_versions
@@ -38,7 +40,11 @@ TABLES = (
     "daily",
     "savings",
     "s3_by_purpose",
+    "cost_by_principal",
+    "cost_by_principal_client",
+    "outage_cross_zone",
 )
+_SCHEMAS = {**SCHEMAS, **tenants.SCHEMAS, "outage_cross_zone": OUTAGE_SCHEMA}
 
 
 @dataclass(frozen=True)
@@ -83,7 +89,7 @@ def run_report(
     if None in versions:
         raise UsageInputError(f"usage records under {loc.url} lack a schema_version")
     check_versions([v for v in versions if v is not None], loc.url)
-    progress.step("building the zone matrix and costs by topic, client, zone and day")
+    progress.step("building the zone matrix and costs by topic, client, tenant, zone and day")
     t = report_tables(facts, rates)
     tables = {
         "matrix": t.matrix,
@@ -93,6 +99,13 @@ def run_report(
         "daily": t.daily,
         "s3_by_purpose": t.s3_by_purpose,
     }
+    flows_t = flows(facts)
+    for name, keys in (
+        ("cost_by_principal", ["principal"]),
+        ("cost_by_principal_client", ["principal", "client_id"]),
+    ):
+        tables[name] = tenants.cost_by(facts, flows_t, rates, keys)
+    tables["outage_cross_zone"] = outage_cross_zone(facts, rates)
     progress.step("pricing the same traffic as Apache Kafka")
     for row in tables["daily"]:
         row["kafka_usd"] = kafka_for_day(row, len(t.zones), prices, fetch_from_follower=False).total
@@ -104,7 +117,7 @@ def run_report(
     staging = _staging_dir(out_dir)
     try:
         for name in TABLES:
-            _write_table(tables[name], SCHEMAS.get(name), staging, name)
+            _write_table(tables[name], _SCHEMAS.get(name), staging, name)
         html = dashboard.render(
             dashboard.DashboardData(
                 usage_url=loc.url,
@@ -120,6 +133,9 @@ def run_report(
                 by_zone=tables["cost_by_zone"],
                 daily=tables["daily"],
                 savings=tables["savings"],
+                by_principal=tables["cost_by_principal"],
+                by_principal_client=tables["cost_by_principal_client"],
+                outage=tables["outage_cross_zone"],
             )
         )
         (staging / "dashboard.html").write_text(html, encoding="utf-8")
@@ -136,6 +152,10 @@ def run_report(
                     "s3_request_usd_by_purpose": {
                         r["purpose"]: r["request_usd"] for r in t.s3_by_purpose
                     },
+                    "cost_by_principal_usd": {
+                        r["principal"]: r["total_usd"] for r in tables["cost_by_principal"]
+                    },
+                    "outage_cross_zone_bytes": _by_zone(tables["outage_cross_zone"]),
                     "complete": True,
                 },
                 indent=2,
@@ -148,6 +168,13 @@ def run_report(
         raise
     progress.done(f"report of {t.records:,} usage records ({facts.num_rows:,} groups) in {out_dir}")
     return ReportResult(out_dir, t.records, tables)
+
+
+def _by_zone(outage: list[dict[str, Any]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in outage:
+        out[r["zone"]] = out.get(r["zone"], 0) + r["bytes"]
+    return out
 
 
 def _write_table(

@@ -27,7 +27,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from zonegate.analytics.facts import FACTS_SCHEMA, LEADER_SUMS, RECORD_SUMS
 from zonegate.analytics.source import UsageLocation, local_path
-from zonegate.usage.schema import ARROW_SCHEMA, SPARK_DDL, USAGE_PREFIX, conform
+from zonegate.usage.schema import ARROW_SCHEMA, OUTAGE, SPARK_DDL, USAGE_PREFIX, conform
 
 # Spark hands Python data sources microsecond timestamps; records store milliseconds.
 SPARK_ARROW_SCHEMA = pa.schema(
@@ -136,6 +136,12 @@ def spark_facts(spark: SparkSession, loc: UsageLocation) -> pa.Table:
         "client_id",
         F.coalesce(F.col("s3_purpose"), F.lit("")).alias("s3_purpose"),
         F.coalesce(F.col("principal"), F.lit("")).alias("principal"),
+        F.when(
+            F.coalesce(F.col("cross_zone_reason"), F.lit("")) == OUTAGE,
+            F.date_format("interval_start", "yyyy-MM-dd HH:00"),
+        )
+        .otherwise(F.lit(""))
+        .alias("outage_window"),
     ).agg(
         F.count(F.lit(1)).alias("records"),
         *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in (*RECORD_SUMS, *LEADER_SUMS)),

@@ -28,6 +28,7 @@ from zonegate.usage.schema import (
     SCHEMA_VERSION,
     V2_DEFAULTS,
     V3_DEFAULTS,
+    V4_DEFAULTS,
 )
 
 
@@ -226,6 +227,15 @@ def generate(spec: SyntheticSpec, truth: Truth | None = None) -> Iterator[UsageO
         "principal": pa.array(
             ["User:ANONYMOUS" if k in CLIENT_KINDS else "" for k in plan.kind], pa.string()
         ),
+        # Schema 4: a misrouted client reached a node of another zone while its own had
+        # nodes (no zone is lost in the synthetic cluster).
+        "cross_zone_reason": pa.array(
+            [
+                "routed" if k in CLIENT_KINDS and c and c != z else ""
+                for k, c, z in zip(plan.kind, plan.client_zone, node_zone.tolist(), strict=True)
+            ],
+            pa.string(),
+        ),
     }
     bounds = np.flatnonzero(np.diff(plan.node)) + 1
     starts = np.concatenate([[0], bounds])
@@ -293,9 +303,11 @@ def generate(spec: SyntheticSpec, truth: Truth | None = None) -> Iterator[UsageO
                 schema=ARROW_SCHEMA,
             )
             if spec.schema_version == 1:  # as nodes wrote them before schema 2
-                table = table.drop_columns([*V2_DEFAULTS, *V3_DEFAULTS])
+                table = table.drop_columns([*V2_DEFAULTS, *V3_DEFAULTS, *V4_DEFAULTS])
             elif spec.schema_version == 2:  # before schema 3
-                table = table.drop_columns(list(V3_DEFAULTS))
+                table = table.drop_columns([*V3_DEFAULTS, *V4_DEFAULTS])
+            elif spec.schema_version == 3:  # before schema 4
+                table = table.drop_columns(list(V4_DEFAULTS))
             if truth is not None:
                 _account(truth, v, kind, node_zone, peer, plan, spec, start_ms)
             date = datetime.datetime.fromtimestamp(start_ms / 1000, datetime.UTC).date()

@@ -94,7 +94,8 @@ def _col(t: pa.Table, name: str) -> pa.ChunkedArray:
 
 
 def flows(facts: pa.Table) -> pa.Table:
-    """(day, kind, from_zone, to_zone, topic, client_id, bytes, cross_zone), each transfer once."""
+    """(day, kind, from_zone, to_zone, topic, client_id, principal, bytes, cross_zone), each
+    transfer once."""
     kind = _col(facts, "kind")
     client = facts.filter(pc.is_in(kind, pa.array(CLIENT_KINDS)))
     sent = facts.filter(pc.is_in(kind, pa.array([*CLIENT_KINDS, "forward_rpc"])))
@@ -108,6 +109,7 @@ def flows(facts: pa.Table) -> pa.Table:
                 "to_zone": _col(t, dst),
                 "topic": _col(t, "topic"),
                 "client_id": _col(t, "client_id"),
+                "principal": _col(t, "principal"),
                 "bytes": _col(t, nbytes),
             }
         )
@@ -124,7 +126,7 @@ def flows(facts: pa.Table) -> pa.Table:
     return out.append_column("cross_zone", crosses)
 
 
-def _sums(t: pa.Table, keys: list[str], cols: Iterable[str]) -> list[Row]:
+def sums_by(t: pa.Table, keys: list[str], cols: Iterable[str]) -> list[Row]:
     """Rows of `t` summed by `keys`, as dicts with the sums under the columns' own names."""
     cols = list(cols)
     if t.num_rows == 0:
@@ -135,7 +137,7 @@ def _sums(t: pa.Table, keys: list[str], cols: Iterable[str]) -> list[Row]:
 
 def matrix(flows_t: pa.Table) -> list[Row]:
     """Bytes from zone to zone by kind, same-zone cells included (they cost nothing)."""
-    rows = _sums(flows_t, ["kind", "from_zone", "to_zone"], ["bytes"])
+    rows = sums_by(flows_t, ["kind", "from_zone", "to_zone"], ["bytes"])
     for r in rows:
         r["cross_zone"] = r["from_zone"] != r["to_zone"] and bool(r["from_zone"] and r["to_zone"])
     rows.sort(key=lambda r: (r["kind"], r["from_zone"], r["to_zone"]))
@@ -163,10 +165,10 @@ def traffic_by(facts: pa.Table, flows_t: pa.Table, key: str, rates: UsageRates) 
     out: dict[str, Row] = defaultdict(
         lambda: {"bytes": 0, "produce_bytes": 0, "fetch_bytes": 0, "cross_zone_bytes": 0}
     )
-    for r in _sums(f, ["label"], ["bytes", "cross_bytes"]):
+    for r in sums_by(f, ["label"], ["bytes", "cross_bytes"]):
         out[r["label"]]["bytes"] = r["bytes"]
         out[r["label"]]["cross_zone_bytes"] = r["cross_bytes"]
-    for r in _sums(d, ["label"], ["produce", "fetch"]):
+    for r in sums_by(d, ["label"], ["produce", "fetch"]):
         if r["produce"] or r["fetch"]:
             out[r["label"]]["produce_bytes"] = r["produce"]
             out[r["label"]]["fetch_bytes"] = r["fetch"]
@@ -178,7 +180,7 @@ def traffic_by(facts: pa.Table, flows_t: pa.Table, key: str, rates: UsageRates) 
     return rows
 
 
-def _s3_usd(r: Row, rates: UsageRates) -> Row:
+def s3_usd(r: Row, rates: UsageRates) -> Row:
     return {
         "s3_put_usd": r["s3_put_requests"] * rates.s3_put_per_request
         + other_requests_usd(
@@ -191,7 +193,7 @@ def _s3_usd(r: Row, rates: UsageRates) -> Row:
     }
 
 
-_S3_SUMS = (
+S3_SUMS = (
     "s3_put_requests",
     "s3_get_requests",
     "s3_other_requests",
@@ -211,15 +213,15 @@ def _total(r: Row) -> Row:
 def cost_by_zone(facts: pa.Table, flows_t: pa.Table, rates: UsageRates) -> list[Row]:
     """Each zone pays for what it sends out and takes in across zones, and its S3 use."""
     cross = flows_t.filter(_col(flows_t, "cross_zone"))
-    egress = {r["from_zone"]: r["bytes"] for r in _sums(cross, ["from_zone"], ["bytes"])}
-    ingress = {r["to_zone"]: r["bytes"] for r in _sums(cross, ["to_zone"], ["bytes"])}
+    egress = {r["from_zone"]: r["bytes"] for r in sums_by(cross, ["from_zone"], ["bytes"])}
+    ingress = {r["to_zone"]: r["bytes"] for r in sums_by(cross, ["to_zone"], ["bytes"])}
     rows = []
-    for s3 in sorted(_sums(facts, ["node_zone"], _S3_SUMS), key=lambda r: r["node_zone"]):
+    for s3 in sorted(sums_by(facts, ["node_zone"], S3_SUMS), key=lambda r: r["node_zone"]):
         zone = s3["node_zone"]
         e, i = egress.get(zone, 0), ingress.get(zone, 0)
         transfer = e * rates.cross_zone_out_per_byte + i * rates.cross_zone_in_per_byte
         row = {"zone": zone, "egress_bytes": e, "ingress_bytes": i, "transfer_usd": transfer}
-        rows.append(_total(row | _s3_usd(s3, rates)))
+        rows.append(_total(row | s3_usd(s3, rates)))
     return rows
 
 
@@ -239,10 +241,10 @@ def daily(facts: pa.Table, flows_t: pa.Table, rates: UsageRates) -> list[Row]:
             )
     leader = [f"leader_{w}_{k}_bytes" for w in ("cross", "unknown") for k in ("produce", "fetch")]
     cross = flows_t.filter(_col(flows_t, "cross_zone"))
-    crossed = {r["day"]: r["bytes"] for r in _sums(cross, ["day"], ["bytes"])}
+    crossed = {r["day"]: r["bytes"] for r in sums_by(cross, ["day"], ["bytes"])}
     rows = []
     for r in sorted(
-        _sums(d, ["day"], ["produce_bytes", "fetch_bytes", *_S3_SUMS, *leader]),
+        sums_by(d, ["day"], ["produce_bytes", "fetch_bytes", *S3_SUMS, *leader]),
         key=lambda r: r["day"],
     ):
         c = crossed.get(r["day"], 0)
@@ -255,7 +257,7 @@ def daily(facts: pa.Table, flows_t: pa.Table, rates: UsageRates) -> list[Row]:
             "transfer_usd": c * rates.cross_zone_per_byte,
             **{k: r[k] for k in leader},
         }
-        rows.append(_total(row | _s3_usd(r, rates)))
+        rows.append(_total(row | s3_usd(r, rates)))
     return rows
 
 
@@ -273,7 +275,7 @@ def s3_by_purpose(facts: pa.Table, rates: UsageRates) -> list[Row]:
         "s3_get_bytes",
     ]
     rows = []
-    for r in _sums(s3, ["s3_purpose"], sums):
+    for r in sums_by(s3, ["s3_purpose"], sums):
         listed, deleted = r["s3_list_requests"], r["s3_delete_requests"]
         rows.append(
             {

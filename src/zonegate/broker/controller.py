@@ -27,6 +27,17 @@ before, and a paused process that wakes can commit nothing anyway (leader
 epochs fence it). A controller lease whose holder's node lease has ended is
 free, so a node that found the controller dead takes over in the same pass.
 
+A node that renews its lease but that the other zones' nodes cannot reach (a
+zone cut off from the others while it still reaches the metadata and object
+stores) is judged from the reachability every node writes in its row
+(router/reachability.py): once found cut off for a quarter lease, the
+controller holds it so in the store (`cut_off_ms`) and moves its partitions as
+a dead node's, bumping their epochs, so its next commit of one is fenced; every
+node then leaves it out of group ownership and placement (Membership.leading_nodes).
+It is let go after a whole lease found reachable again, and the leader balance
+brings its partitions back. Where the controller runs does not matter: it
+judges from the rows, not from what it reaches itself (docs/operations.md).
+
 Every `leader.imbalance.check.interval.seconds` the controller also checks the
 leader balance (router/balance.py, Kafka's `auto.leader.rebalance.enable`):
 partitions go back to their preferred nodes when live, and are reassigned from
@@ -48,6 +59,7 @@ from zonegate.metastore.models import MetaStoreUnavailable, NodeRecord, TopicInf
 from zonegate.router.balance import rebalance
 from zonegate.router.membership import Membership
 from zonegate.router.placement import place
+from zonegate.router.reachability import CutOffs
 from zonegate.runtime.clock import SYSTEM_CLOCK
 
 log = logging.getLogger(__name__)
@@ -97,6 +109,9 @@ class Controller:
         self._next_balance_ms = 0
         self._started_ms = clock_ms()
         self._store_lost = False
+        # A quarter lease found cut off before its partitions move; a whole lease found
+        # reachable before it leads again (router/reachability.py).
+        self._cut_offs = CutOffs(membership.lease_ms // 4, membership.lease_ms)
         self.is_active = False
 
     async def run_once(self, meta: ClusterStore | None = None) -> int:
@@ -122,7 +137,8 @@ class Controller:
             return 0  # nodes stopped with us may be starting again (module doc)
         nodes = await meta.list_nodes()
         gone = await self._gone(meta, nodes, now)
-        live = [n for n in nodes if n.live(now) and n.node_id not in gone]
+        cut = await self._cut_off(meta, nodes, now)
+        live = [n for n in nodes if n.live(now) and n.node_id not in gone | cut]
         if not live:
             return 0
         topics = await meta.list_topics()
@@ -146,7 +162,7 @@ class Controller:
         moves = [(p.stream_id, node) for p, node in zip(orphaned, targets, strict=True)]
         await meta.move_partitions(moves)
         log.info(
-            "controller %d moved %d partitions off dead nodes %s",
+            "controller %d moved %d partitions off nodes dead or cut off %s",
             me,
             len(moves),
             sorted({p.leader_node for p in orphaned}),
@@ -175,6 +191,28 @@ class Controller:
                 sorted({m.node for m in moves if m.reassign}),
             )
         return len(moves)
+
+    async def _cut_off(self, meta: ClusterStore, nodes: Sequence[NodeRecord], now: int) -> set[int]:
+        """The nodes held cut off from the other zones' nodes after this pass (module
+        doc), holding or letting go in the store those the judgement names."""
+        judged = self._cut_offs.judge(nodes, now)
+        for node_id in sorted(judged.cut_off):
+            await meta.set_cut_off(node_id, now)
+            log.warning(
+                "node %d renews its lease but has neither reached nor been reached by most "
+                "of the other zones' nodes, %d ms on end: held cut off, its partitions move",
+                node_id,
+                self._cut_offs.hold_ms,
+            )
+        for node_id in sorted(judged.released):
+            await meta.set_cut_off(node_id, 0)
+            log.warning(
+                "node %d reached the other zones' nodes again for %d ms: no longer cut off",
+                node_id,
+                self._cut_offs.release_ms,
+            )
+        held = {n.node_id for n in nodes if n.cut_off_ms > 0}
+        return (held - judged.released) | judged.cut_off
 
     async def _acquire(self, meta: ClusterStore) -> bool:
         try:

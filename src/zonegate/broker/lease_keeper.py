@@ -9,6 +9,10 @@ connection to the metadata store, and the controller's passes run there too
 (Kafka's brokers likewise heartbeat to the controller from a thread of their
 own, not from the request handlers).
 
+The same thread probes the other nodes' leader RPC (peer_probes.py), so what a
+node reports it reaches, written with each renewal, does not depend on how busy
+its serving loop is.
+
 A node whose serving loop is stuck is not alive, though: the serving loop
 ticks `loop_tick()` every interval, and a keeper that has not seen a tick for
 `stall_s` stops renewing, so a wedged node's partitions still move.
@@ -23,6 +27,7 @@ import time
 from collections.abc import Callable
 
 from zonegate.broker.controller import Controller
+from zonegate.broker.peer_probes import PeerProbes
 from zonegate.metastore.api import MetaStore
 from zonegate.metastore.models import MetaStoreUnavailable
 from zonegate.router.membership import Membership
@@ -41,6 +46,7 @@ class LeaseKeeper:
         stall_s: float,
         monotonic: Callable[[], float] = time.monotonic,
         on_fenced: Callable[[], None] = lambda: None,
+        probes: PeerProbes | None = None,
     ) -> None:
         self._open_meta = open_meta
         self._membership = membership
@@ -49,6 +55,7 @@ class LeaseKeeper:
         self._stall = stall_s
         self._monotonic = monotonic
         self._on_fenced = on_fenced
+        self.probes = probes
         self._last_tick = monotonic()
         self._stopping = False
         self._wake: asyncio.Event | None = None  # the keeper loop's, set from outside it
@@ -93,6 +100,7 @@ class LeaseKeeper:
         self._wake = asyncio.Event()
         meta = self._open_meta()
         stalled = False
+        probing = asyncio.get_running_loop().create_task(self._probe())
         try:
             while not self._stopping:
                 idle = self._monotonic() - self._last_tick
@@ -113,13 +121,30 @@ class LeaseKeeper:
                 except TimeoutError:
                     pass
         finally:
+            probing.cancel()
+            if self.probes is not None:
+                await self.probes.close()
             await meta.close()
+
+    async def _probe(self) -> None:
+        """Probes the other nodes every interval, or as soon as the last round ends when
+        probes time out (a cut link)."""
+        while self.probes is not None:
+            started = self._monotonic()
+            try:
+                await self.probes.probe_all()
+            except Exception:
+                me = self._membership.me.node_id
+                log.exception("node %d: probing the other nodes failed", me)
+            await asyncio.sleep(max(0.0, self._interval - (self._monotonic() - started)))
 
     async def pass_once(self, meta: MetaStore) -> None:
         """One renewal of this node's lease, then one controller pass. While the
         metadata store is out of reach the log says so once, and once when it is back,
         not at every heartbeat."""
         me = self._membership.me.node_id
+        if self.probes is not None:
+            self._membership.unreached = self.probes.unreached()
         try:
             if not await self._membership.renew(meta):
                 # Another incarnation holds this node's lease: we are a zombie. No

@@ -38,7 +38,7 @@ async def hand_over(
     me = membership.me.node_id
     gone = {me, *stopping_with}
     membership.leaving = True  # the lease keeper must not renew what we end below
-    targets = [n for n in membership.live_nodes() if n.node_id not in gone]
+    targets = [n for n in membership.leading_nodes() if n.node_id not in gone]
     mine = [p for t in topics for p in t.partitions if p.leader_node == me]
     moved = 0
     if mine and targets:

@@ -226,6 +226,33 @@ def _operations(node: Node, me: str) -> Iterator[Metric]:
     )
     ready.add_metric([me, node.config.zone], 1.0 if node.is_ready() else 0.0)
     yield ready
+    fenced = CounterMetricFamily(
+        "zonegate_leader_fenced_commits",
+        "Partitions' index commits this node's leader made at an epoch the store had "
+        "moved past (the partition moved away meanwhile): refused, answered "
+        "NOT_LEADER_OR_FOLLOWER, retried by the producer at the new leader",
+        labels=["node"],
+    )
+    fenced.add_metric([me], node.local_leader.fenced_commits)
+    yield fenced
+    cut = GaugeMetricFamily(
+        "zonegate_node_cut_off",
+        "1 while the controller holds this node cut off from the other zones' nodes "
+        "(its partitions and groups led elsewhere: docs/operations.md), else 0",
+        labels=["node", "node_zone"],
+    )
+    mine_row = node.membership.node(node.config.node_id)
+    cut.add_metric([me, node.config.zone], 1.0 if mine_row and mine_row.cut_off_ms else 0.0)
+    yield cut
+    zones = GaugeMetricFamily(
+        "zonegate_zone_live_nodes",
+        "Per zone the metadata store knows, its nodes whose lease this node sees running "
+        "(0 for a lost zone, whose own series vanish with it)",
+        labels=["node", "zone"],
+    )
+    for zone, count in sorted(node.membership.live_by_zone().items()):
+        zones.add_metric([me, zone], float(count))
+    yield zones
     active = GaugeMetricFamily(
         "zonegate_controller_active",
         "1 on the node holding the controller lease, else 0 (Kafka's ActiveControllerCount)",

@@ -15,7 +15,9 @@ incarnation, or refuses to start (node_identity.py).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+from collections.abc import Mapping
 
 import grpc
 
@@ -33,6 +35,7 @@ from zonegate.broker.node_identity import (
     fence_earlier_incarnations,
     new_incarnation,
 )
+from zonegate.broker.peer_probes import PeerProbes
 from zonegate.broker.rpc_tls_settings import check_peers_accept, open_rpc_tls
 from zonegate.broker.usage import UsageWriter
 from zonegate.coordinator.classic import GroupConfig
@@ -42,7 +45,7 @@ from zonegate.leader_forwarder.directory import LeaderDirectory
 from zonegate.leader_forwarder.grpc_server import start_leader_server
 from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.leader_forwarder.moves import forget_moved
-from zonegate.leader_forwarder.peers import LeaderPeers
+from zonegate.leader_forwarder.peers import LeaderPeers, dial_address
 from zonegate.maintenance.compaction import CompactionSettings
 from zonegate.maintenance.gc import GcSettings
 from zonegate.maintenance.jobs import MaintenanceSettings, StorageMaintenance
@@ -57,7 +60,7 @@ from zonegate.proxy.tls import ServerContexts
 from zonegate.qos.admission import QosScheduler
 from zonegate.qos.client_quotas import QuotaWindow
 from zonegate.router.membership import Membership
-from zonegate.router.placement import place
+from zonegate.router.placement import place_counted
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.runtime.supervisor import Supervisor
 from zonegate.services.api import Services
@@ -71,6 +74,7 @@ from zonegate.services.read_path import ReadService
 from zonegate.services.reassignment import Reassignments
 from zonegate.services.scram import ScramService
 from zonegate.services.write_path import ProduceService
+from zonegate.services.zone_probe import ZoneProbe
 from zonegate.storage.block_cache import BlockCache
 from zonegate.storage.log_cache import LogCache
 from zonegate.storage.objects import ObjectNotFound
@@ -219,6 +223,10 @@ class Node:
                 broker_configs=config.broker_configs,
             ),
             self.membership,
+            ZoneProbe(
+                functools.partial(dial_address, dial=dict(config.rpc_dial_map)),
+                config.lease_ms / 1000,
+            ),
         )
         self.groups = RoutedGroups(
             self.coordinator,
@@ -354,8 +362,8 @@ class Node:
         )
 
     # -- wiring -------------------------------------------------------------
-    def _place(self, count: int, current: list[int]) -> list[int]:
-        return place(count, self.membership.live_nodes(), current)
+    def _place(self, count: int, current: Mapping[int, int]) -> list[int]:
+        return place_counted(count, self.membership.leading_nodes(), current)
 
     def _leads(self, stream_id: int) -> int | None:
         """The epoch at which the catalog says this node leads the stream, else None."""
@@ -472,6 +480,14 @@ class Node:
                 ),
             )
         await sup.start("membership", self._claim, self.membership.stop)
+        # Written with each renewal: what the controller judges a cut-off zone by.
+        self.leases.probes = PeerProbes(
+            self.membership,
+            self.peers,
+            self._loop,
+            after_ms=self.config.lease_ms // 4,
+            clock_ms=self.clock.wall_ms,
+        )
         await sup.start("leases", self.leases.start, self.leases.stop)
         await sup.start("group coordinator", None, self.coordinator.shutdown)
         sup.run("group timers", self.coordinator.run_timers)

@@ -70,6 +70,7 @@ class UsageWriter:
             "s3_list_requests": 0,
             "s3_delete_requests": 0,
             "principal": "",
+            "cross_zone_reason": "",
         }
         rows: list[dict[str, Any]] = []
         for k, c in acc.drain_interval().items():
@@ -87,6 +88,7 @@ class UsageWriter:
                     "requests": c.requests,
                     **zero_s3,
                     "principal": k.principal,
+                    "cross_zone_reason": k.cross_zone_reason,
                 }
             )
         now = self._store.purpose_counts()

@@ -38,6 +38,7 @@ from zonegate.coordinator.describe import ClassicGroupDescription, describe_clas
 from zonegate.metastore.api import GroupStore
 from zonegate.metastore.models import CommittedOffset, GroupRecord, TopicInfo
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock, wait_event
+from zonegate.runtime.principal import who
 
 log = logging.getLogger(__name__)
 
@@ -241,7 +242,12 @@ class GroupCoordinator:
         group = await self.classic_group(group_id, create=True)
         if isinstance(group, ErrorCode):
             return JoinResult(group, req.member_id)
-        return await self._answer(group, group.join(req, now_ms(self.clock)))
+        before = set(group.members)
+        answer = group.join(req, now_ms(self.clock))
+        # Changes name the client's principal, whichever node it reached (runtime/principal.py).
+        for member_id in group.members.keys() - before:
+            log.info("group %r: member %s joined (by %s)", group_id, member_id, who())
+        return await self._answer(group, answer)
 
     async def sync(self, group_id: str, **kwargs: Any) -> SyncResult:
         group = await self.classic_group(group_id, create=False)
@@ -271,6 +277,14 @@ class GroupCoordinator:
             return group, [group] * len(members)
         now = now_ms(self.clock)
         errors = [group.leave(member_id, instance_id, now) for member_id, instance_id in members]
+        for (member_id, instance_id), error in zip(members, errors, strict=True):
+            if error is ErrorCode.none:
+                log.info(
+                    "group %r: member %s left (by %s)",
+                    group_id,
+                    member_id or f"of instance {instance_id}",
+                    who(),
+                )
         await self.save(group)
         return ErrorCode.none, errors
 
@@ -367,6 +381,7 @@ class GroupCoordinator:
                 doomed.append((t, p))
         if doomed:
             await self.meta.delete_offsets(group_id, doomed)
+            log.info("group %r: offsets of %s deleted (by %s)", group_id, doomed, who())
         return ErrorCode.none, errors
 
     # -- describing -------------------------------------------------------------
@@ -406,4 +421,5 @@ class GroupCoordinator:
                 removed.state = GroupState.DEAD
             self._saved.pop(group_id, None)
             await self.meta.delete_group(group_id)
+        log.info("group %r: deleted (by %s)", group_id, who())
         return ErrorCode.none

@@ -53,8 +53,18 @@ def register(subparsers: Any) -> None:
         "--ingress-mib-s",
         metavar="MIB_S",
         type=units.at_least(0, float),
-        required=True,
-        help="produce throughput in MiB/s (required)",
+        default=None,
+        help="produce throughput in MiB/s (required, unless --tenant is given)",
+    )
+    p.add_argument(
+        "--tenant",
+        metavar="NAME=MIB_S[,fanout=N][,zones=N][,retention-hours=H]",
+        action="append",
+        default=[],
+        help="price a tenant mix instead of one workload: a tenant producing MIB_S, read by "
+        "fanout groups (default 1) from clients in zones of the cluster's --zones (default "
+        "all), keeping its data retention-hours (default --retention-hours); repeat per "
+        "tenant. Prints each tenant's cost and the total",
     )
     p.add_argument(
         "--fanout",
@@ -161,10 +171,17 @@ def chosen_prices(args: argparse.Namespace) -> PriceTable:
 
 
 def run(args: argparse.Namespace) -> int:
+    if (args.ingress_mib_s is None) == (not args.tenant):
+        print(
+            "zonegate cost: give either --ingress-mib-s (one workload) or --tenant "
+            "(a tenant mix), not both or neither",
+            file=sys.stderr,
+        )
+        return 2
     try:
         prices = chosen_prices(args)
         workload = Workload(
-            ingress_mib_s=args.ingress_mib_s,
+            ingress_mib_s=args.ingress_mib_s or 0.0,
             fanout=args.fanout,
             zones=args.zones,
             retention_hours=args.retention_hours,
@@ -178,6 +195,8 @@ def run(args: argparse.Namespace) -> int:
             wal_group_commit=args.wal_seal_when_idle == "true",
             wal_put_s=args.wal_put_ms / 1000,
         )
+        if args.tenant:
+            return _run_mix(args, workload, prices, assumptions)
         scenarios = compare(workload, prices, assumptions, storage_class=args.storage_class)
     except (UnknownPrice, ValueError) as exc:
         print(f"zonegate cost: {exc}", file=sys.stderr)
@@ -190,6 +209,28 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2))
     else:
         print(render_table(scenarios, prices, workload, args.storage_class, assumptions))
+    return 0
+
+
+def _run_mix(
+    args: argparse.Namespace, workload: Workload, prices: PriceTable, a: Assumptions
+) -> int:
+    """`--tenant ...`: each tenant's cost and the total (cost_model/tenants.py)."""
+    from zonegate.cost_model.tenants import parse_tenant, price_mix, render_mix
+
+    tenants = [parse_tenant(t) for t in args.tenant]
+    mix = price_mix(tenants, workload, prices, a, storage_class=args.storage_class)
+    if not args.json:
+        print(render_mix(mix, prices, args.storage_class))
+        return 0
+    out: dict[str, Any] = {
+        "tenants": {
+            c.tenant.name: {**c.zonegate.as_dict(), "kafka_total": c.kafka.total}
+            for c in mix.tenants
+        },
+        "total": {**mix.zonegate.as_dict(), "kafka_total": mix.kafka.total},
+    }
+    print(json.dumps(out, indent=2))
     return 0
 
 

@@ -9,6 +9,13 @@ leader answers NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, or cannot be
 reached, are re-resolved against a refreshed catalog and sent to the new leader
 with its epoch. The new leader de-duplicates idempotent producers' retries.
 
+A call to another node that goes unanswered is given up as soon as the catalog
+says none of its partitions is led there any more (checked every
+`_MOVED_CHECK_S`): a leader cut off from this node (a zone cut off from the
+others, whose partitions the controller moved: router/reachability.py) would
+otherwise hold the pipeline, or a read, until the call's deadline. Its
+batches are then uncertain and go to the new leader like any unanswered call's.
+
 An answer must not say "not written" of a batch that may have been: clients
 take NOT_LEADER_OR_FOLLOWER and KAFKA_STORAGE_ERROR to mean nothing was
 written, and an idempotent producer may then resend it under a new producer
@@ -40,6 +47,7 @@ from zonegate.storage.index import IndexEntry, UnknownStream
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+_MOVED_CHECK_S = 0.25  # how often an unanswered call looks whether its partitions moved
 
 
 def _unsettled(uncertain: bool) -> ErrorCode:
@@ -79,6 +87,25 @@ class LeaderDirectory:
         if p.leader_node == self._me:
             return self._local, p.leader_epoch, p.leader_node
         return self._remote_for(p.leader_node), p.leader_epoch, p.leader_node
+
+    async def _until_moved(self, node: int, stream_ids: set[int], call: Awaitable[T]) -> T:
+        """`call`'s result, or LeaderUnavailable once none of `stream_ids` is led by
+        `node` any more while it is unanswered (module doc). Calls to this node run
+        as they are."""
+        if node == self._me:
+            return await call
+        task = asyncio.ensure_future(call)
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=_MOVED_CHECK_S)
+                if done:
+                    return task.result()
+                if all(self._leader(sid)[2] != node for sid in stream_ids):
+                    raise LeaderUnavailable(
+                        f"leader {node}: its partitions moved while a call was unanswered"
+                    )
+        finally:
+            task.cancel()
 
     # -- appends ------------------------------------------------------------
     async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]:
@@ -129,12 +156,15 @@ class LeaderDirectory:
                 # The usual case (one leader, often this node): no gather, no extra task.
                 ((n, idx),) = groups.items()
                 try:
-                    answers = [await targets[n].append([flat[i] for i in idx])]
+                    answers = [await self._append_to(n, targets[n], [flat[i] for i in idx])]
                 except Exception as exc:
                     answers = [exc]
             else:
                 answers = await asyncio.gather(
-                    *(targets[n].append([flat[i] for i in idx]) for n, idx in groups.items()),
+                    *(
+                        self._append_to(n, targets[n], [flat[i] for i in idx])
+                        for n, idx in groups.items()
+                    ),
                     return_exceptions=True,
                 )
             self.append_rpcs += sum(1 for n in groups if n != self._me)
@@ -171,16 +201,22 @@ class LeaderDirectory:
             r if r is not None else AppendResult(ErrorCode.unknown_server_error) for r in results
         ]
 
+    async def _append_to(
+        self, node: int, leader: Leader, batches: list[AppendBatch]
+    ) -> list[AppendResult]:
+        sids = {b.stream_id for b in batches}
+        return await self._until_moved(node, sids, leader.append(batches))
+
     # -- reads --------------------------------------------------------------
     async def _read(self, stream_id: int, call: Callable[[Leader], Awaitable[T]]) -> T:
         deadline = self._clock.monotonic() + self._retry_for
         delay = 0.05
         while True:
-            leader, _, _ = self._leader(stream_id)
+            leader, _, node = self._leader(stream_id)
             if leader is None:
                 raise UnknownStream(stream_id)  # not in the catalog: deleted, or never was
             try:
-                return await call(leader)
+                return await self._until_moved(node, {stream_id}, call(leader))
             except LeaderUnavailable:
                 if self._clock.monotonic() >= deadline:
                     raise

@@ -31,12 +31,18 @@ from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIn
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
 from zonegate.leader_forwarder.proto import leader_pb2_grpc as pb_grpc
 from zonegate.leader_forwarder.rpc_tls import tls_failure
+from zonegate.runtime.principal import ANONYMOUS, current_principal
 from zonegate.storage.index import IndexEntry, UnknownStream, entry_values
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 TOKEN_HEADER = "zonegate-rpc-token"
-_RETRIABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+_RETRIABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+# An Append past its deadline is not sent to the same leader again: a frozen leader
+# (a paused process, a zone dropping packets) would hold it for every attempt's
+# deadline (40 s) though its partitions moved meanwhile. The caller
+# (directory.py) re-reads the catalog and sends it to the leader named there.
+_APPEND_RETRIABLE = frozenset({grpc.StatusCode.UNAVAILABLE})
 _TLS_LOG_EVERY_S = 30.0
 # The stream id no partition has: a probe's ReadIndex of it is answered as unknown.
 _NO_STREAM = -1
@@ -101,7 +107,9 @@ class RemoteLeader:
             t.cancel()
         await self._channel.close()
 
-    async def _call(self, fn: Callable[[], Awaitable[T]]) -> T:
+    async def _call(
+        self, fn: Callable[[], Awaitable[T]], retriable: frozenset[grpc.StatusCode] = _RETRIABLE
+    ) -> T:
         delay = 0.05
         for attempt in range(self._attempts):
             try:
@@ -115,7 +123,7 @@ class RemoteLeader:
                     raise LeaderUnavailable(
                         f"leader {self.name} at {self.target}: TLS: {refused}", unreachable=True
                     ) from exc
-                if exc.code() not in _RETRIABLE or last:
+                if exc.code() not in retriable or last:
                     raise LeaderUnavailable(f"leader {self.target}: {exc.code().name}") from exc
                 await asyncio.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 1.0)
@@ -141,10 +149,13 @@ class RemoteLeader:
             from_node=self._from_node, stream_id=_NO_STREAM, mode=pb.WATERMARKS
         )
         try:
-            await self._stub.ReadIndex(request, timeout=self._deadline, metadata=self._metadata)
+            response = await self._stub.ReadIndex(
+                request, timeout=self._deadline, metadata=self._metadata
+            )
         except grpc.aio.AioRpcError as exc:
             refused = self._tls_refusal(exc)
             return f"TLS: {refused}" if refused is not None else exc.code().name
+        self._count(request, response)
         return None
 
     def _count(self, request: Any, response: Any) -> None:
@@ -172,7 +183,8 @@ class RemoteLeader:
             )
         request = pb.AppendRequest(object_keys=list(keys), batches=msgs, from_node=self._from_node)
         response = await self._call(
-            lambda: self._stub.Append(request, timeout=self._deadline, metadata=self._metadata)
+            lambda: self._stub.Append(request, timeout=self._deadline, metadata=self._metadata),
+            _APPEND_RETRIABLE,
         )
         self._count(request, response)
         return [
@@ -220,7 +232,10 @@ class RemoteLeader:
 
     async def delete_records(self, stream_id: int, offset: int) -> tuple[ErrorCode, int]:
         request = pb.DeleteRecordsRequest(
-            stream_id=stream_id, offset=offset, from_node=self._from_node
+            stream_id=stream_id,
+            offset=offset,
+            from_node=self._from_node,
+            principal=current_principal() or ANONYMOUS,
         )
         response = await self._call(
             lambda: self._stub.DeleteRecords(
@@ -238,7 +253,12 @@ class RemoteLeader:
         One attempt: a JoinGroup may wait a whole rebalance. The caller
         (services/groups.py) tries the next owner when this one is unreachable.
         """
-        request = pb.GroupCallRequest(from_node=self._from_node, payload=payload)
+        # The client's principal rides along, already checked here (docs/acls.md).
+        request = pb.GroupCallRequest(
+            from_node=self._from_node,
+            payload=payload,
+            principal=current_principal() or ANONYMOUS,
+        )
         try:
             response = await self._stub.GroupCall(
                 request, timeout=timeout_s, metadata=self._metadata

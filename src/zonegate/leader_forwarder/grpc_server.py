@@ -28,6 +28,7 @@ from zonegate.leader_forwarder.grpc_client import TOKEN_HEADER
 from zonegate.leader_forwarder.messages import AppendBatch
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
 from zonegate.leader_forwarder.proto import leader_pb2_grpc as pb_grpc
+from zonegate.runtime.principal import ANONYMOUS, acting_for
 from zonegate.storage.index import IndexEntry, UnknownStream
 
 log = logging.getLogger(__name__)
@@ -172,7 +173,9 @@ class LeaderServicer(pb_grpc.LeaderServicer):
     async def DeleteRecords(self, request: Any, context: Any) -> Any:  # noqa: N802
         await self._admit(request, context)
         try:
-            error, start = await self._leader.delete_records(request.stream_id, request.offset)
+            # Served for the client the calling node already checked: no check here.
+            with acting_for(request.principal or ANONYMOUS):
+                error, start = await self._leader.delete_records(request.stream_id, request.offset)
         except UnknownStream:
             error, start = ErrorCode.unknown_topic_or_partition, -1
         response = pb.DeleteRecordsResponse(error_code=int(error), log_start_offset=start)
@@ -185,7 +188,9 @@ class LeaderServicer(pb_grpc.LeaderServicer):
             await context.abort(grpc.StatusCode.UNIMPLEMENTED, "no group coordinator here")
         assert self._group_call is not None
         try:
-            payload = await self._group_call(bytes(request.payload))
+            # Served for the client the calling node already checked: no check here.
+            with acting_for(request.principal or ANONYMOUS):
+                payload = await self._group_call(bytes(request.payload))
         except ValueError as exc:  # a call no node would make (group_wire.BadPayload)
             await _refuse(context, request, str(exc))
             raise AssertionError("unreachable") from None

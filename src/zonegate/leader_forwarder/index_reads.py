@@ -130,4 +130,4 @@ class IndexReads:
 
     async def changed(self, stream_id: int) -> asyncio.Future[None]:
         """A future completed at the next high-watermark move (or state drop) of the partition."""
-        return (await self._partitions.led(stream_id)).changed
+        return (await self._partitions.led(stream_id)).changed()

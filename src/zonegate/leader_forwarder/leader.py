@@ -51,6 +51,11 @@ class LeaderService:
         return self._sequencer.commit_cycles
 
     @property
+    def fenced_commits(self) -> int:
+        """Partitions' commits fenced by a moved leader epoch since the node started."""
+        return self._sequencer.fenced_commits
+
+    @property
     def changes(self) -> LogChanges:
         """The fenced log changes and their views, which the storage jobs (maintenance/)
         hold directly: the leader's contract and its RPCs carry only DeleteRecords."""

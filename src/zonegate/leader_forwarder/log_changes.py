@@ -13,6 +13,7 @@ policies read; the leader decides nothing here but whether it still leads.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,9 +21,12 @@ from kio.schema.errors import ErrorCode
 
 from zonegate.leader_forwarder.partitions import PartitionState, PartitionStates
 from zonegate.runtime.crash import crash_point
+from zonegate.runtime.principal import who
 from zonegate.storage.index import IndexEntry, LeaderEpochFenced, StreamStore, UnknownStream
 from zonegate.storage.segments import Segment
 from zonegate.storage.stream_objects import stream_object_offsets
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +52,11 @@ class LogChanges:
             offset = p.high_watermark
         if offset < 0 or offset > p.high_watermark:
             return ErrorCode.offset_out_of_range, p.log_start_offset
-        return await self._truncate(p, offset)
+        error, start = await self._truncate(p, offset)
+        if error is ErrorCode.none:
+            # The client's principal, whichever node it reached (runtime/principal.py).
+            log.info("stream %d: records before %d deleted (by %s)", stream_id, offset, who())
+        return error, start
 
     async def head(self, stream_id: int) -> HeadView:
         p = await self._partitions.get(stream_id)
@@ -109,6 +117,14 @@ class LogChanges:
         return ErrorCode.none, start
 
     # -- rewrites (compaction, cleaning) ------------------------------------------
+    def settled(self, stream_id: int) -> bool:
+        """Whether the partition is held with nothing in WAL objects (an empty tail), so
+        compaction has nothing to rewrite: until an append, which goes through this held
+        state, puts some there. Asked without loading anything, so a pass over 100,000
+        led partitions, few of them written lately, visits only those few."""
+        p = self._partitions.cached(stream_id)
+        return p is not None and len(p.tail) == 0
+
     async def tail(self, stream_id: int) -> tuple[int, list[IndexEntry]]:
         """(leader epoch, the entries still in WAL objects, in offset order)."""
         p = await self._partitions.get(stream_id)

@@ -42,7 +42,7 @@ class NotLeading(LeaderUnavailable):
         super().__init__(f"stream {stream_id} is not led here at the epoch held")
 
 
-@dataclass
+@dataclass(slots=True)
 class PartitionState:
     """A partition's state as its leader holds it."""
 
@@ -53,14 +53,22 @@ class PartitionState:
     producers: dict[int, ProducerEntry]
     summary: SegmentSummary
     tail: StreamIndex
-    changed: asyncio.Future[None] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future()
-    )
+    # Made when someone waits (a long-polling fetch, a Watch), not per partition held
+    # nor per move of its high watermark: a node leading 100,000 partitions, few of
+    # them read at the tail, keeps few.
+    _changed: asyncio.Future[None] | None = field(default=None, repr=False)
+
+    def changed(self) -> asyncio.Future[None]:
+        """A future completed at the next high-watermark move (or drop) of the state."""
+        if self._changed is None:
+            self._changed = asyncio.get_running_loop().create_future()
+        return self._changed
 
     def notify(self) -> None:
-        if not self.changed.done():
-            self.changed.set_result(None)
-        self.changed = asyncio.get_running_loop().create_future()
+        if self._changed is not None:
+            if not self._changed.done():
+                self._changed.set_result(None)
+            self._changed = None
 
 
 class PartitionStates:

@@ -100,6 +100,34 @@ class LeaderPeers:
             tls_generation=generation,
         )
 
+    def probe_client(
+        self, rec: NodeRecord, deadline_s: float, loop: asyncio.AbstractEventLoop
+    ) -> RemoteLeader:
+        """A client to `rec` for reachability probes, made on another thread's loop
+        (broker/peer_probes.py): one attempt, a short deadline, its bytes counted
+        against the node's zone on `loop`, whose accounting this is."""
+        zone = rec.zone
+
+        def count(bytes_out: int, bytes_in: int) -> None:
+            loop.call_soon_threadsafe(self._count, zone, zone, bytes_in, bytes_out)
+
+        tls = self.tls
+        return RemoteLeader(
+            self._target(rec),
+            from_node=self._me,
+            token=self.token,
+            deadline_s=deadline_s,
+            attempts=1,
+            bytes_hook=count,
+            credentials=tls.channel_credentials() if tls is not None else None,
+            options=tls.channel_options() if tls is not None else (),
+            name=f"node {rec.node_id}",
+        )
+
+    def target(self, rec: NodeRecord) -> str:
+        """Where this node dials `rec`'s leader RPC."""
+        return self._target(rec)
+
     def _target(self, rec: NodeRecord) -> str:
         host, port = dial_address(rec, self.dial)
         return f"{host}:{port}"

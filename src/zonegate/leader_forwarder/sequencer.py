@@ -61,6 +61,9 @@ class Sequencer:
         self._committer: asyncio.Task[None] | None = None
         self._store_down = False  # said in the log once, until a commit succeeds again
         self.commit_cycles = 0
+        # Partitions' commits refused by the store because their leader epoch moved (a
+        # move, a cut-off zone's leader deposed: docs/leader-protocol.md).
+        self.fenced_commits = 0
 
     async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]:
         """Each batch's offset or error. With the metadata store out of reach, batches
@@ -176,6 +179,7 @@ class Sequencer:
             q.high_watermark = t.next_offset
             q.notify()
         if fenced:
+            self.fenced_commits += len(fenced)
             log.warning("appends to streams %s fenced: leader epoch moved", sorted(fenced))
             self._partitions.forget(fenced)
         for (batches, fut), res in zip(cycle, results, strict=True):

@@ -111,7 +111,8 @@ class CompactionStats:
     # As of the last pass, over the partitions this node leads:
     backlog_bytes: int = 0  # bytes still in WAL objects
     oldest_ms: int = 0  # age of the oldest entry still in a WAL object
-    per_partition: dict[int, int] = field(default_factory=dict)  # stream id -> tail bytes
+    # stream id -> tail bytes, of the partitions with a tail
+    per_partition: dict[int, int] = field(default_factory=dict)
 
 
 def object_window_ms(target: Target) -> int:
@@ -143,7 +144,7 @@ def may_merge(run: Sequence[IndexEntry], target: Target, settings: CompactionSet
 
 
 def _window_of(e: IndexEntry, span: int) -> int:
-    return (e.append_ms or e.max_timestamp) // span if span else 0
+    return e.window_ms // span if span else 0
 
 
 def merge_previous(
@@ -290,6 +291,8 @@ class Compactor:
         written = self.stats.objects_written
         with io_class("compaction"):
             for target in self._targets():
+                if target.cleaning is None and self._changes.settled(target.stream_id):
+                    continue  # nothing in WAL objects (and no backlog to count)
                 try:
                     await self._compact(target, now)
                     _, tail = await self._changes.tail(target.stream_id)
@@ -301,8 +304,8 @@ class Compactor:
                     self.stats.failures += 1
                     log.exception("compaction of stream %d failed", target.stream_id)
                     continue
-                backlog[target.stream_id] = sum(e.length for e in tail)
                 if tail:
+                    backlog[target.stream_id] = sum(e.length for e in tail)
                     oldest = max(oldest, self._clock.wall_ms() - (tail[0].append_ms or 0))
         self.stats.per_partition = backlog
         self.stats.backlog_bytes = sum(backlog.values())

@@ -91,6 +91,12 @@ class ClusterStore(Protocol):
 
     async def list_nodes(self) -> list[NodeRecord]: ...
 
+    async def set_cut_off(self, node_id: int, since_ms: int) -> None:
+        """Holds the node cut off from the other zones' nodes since `since_ms` (the
+        controller's judgement, router/reachability.py), or no longer with 0; a
+        renewal leaves it as it is."""
+        ...
+
     async def acquire_lease(self, name: str, holder: int, ttl_ms: int, now_ms: int) -> bool:
         """Takes or renews lease `name` for `holder` (a node id) if it is free, expired,
         already held, or held by a node whose own lease has ended (it stopped, or was

@@ -250,13 +250,14 @@ class ClusterTables(PostgresTables):
         # second process started as this node) is left alone and False answered.
         status = await self._write1(
             "INSERT INTO nodes (node_id, zone, kafka_host, kafka_port, rpc_host, rpc_port, "
-            "lease_expires_ms, incarnation, endpoints) "
-            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10) "
+            "lease_expires_ms, incarnation, endpoints, unreached) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10, $11) "
             "ON CONFLICT (node_id) DO UPDATE "
             "SET zone = excluded.zone, kafka_host = excluded.kafka_host, "
             "kafka_port = excluded.kafka_port, rpc_host = excluded.rpc_host, "
             "rpc_port = excluded.rpc_port, lease_expires_ms = excluded.lease_expires_ms, "
-            "incarnation = excluded.incarnation, endpoints = excluded.endpoints "
+            "incarnation = excluded.incarnation, endpoints = excluded.endpoints, "
+            "unreached = excluded.unreached "
             "WHERE nodes.incarnation = excluded.incarnation OR nodes.lease_expires_ms <= $9",
             node.node_id,
             node.zone,
@@ -268,6 +269,7 @@ class ClusterTables(PostgresTables):
             node.incarnation,
             now_ms,
             node.endpoints_text(),
+            node.unreached_text(),
         )
         return changed_rows(status) == 1
 
@@ -287,11 +289,15 @@ class ClusterTables(PostgresTables):
                 NodeRecord.from_row(tuple(row))
                 for row in await db.fetch(
                     "SELECT node_id, zone, kafka_host, kafka_port, rpc_host, rpc_port, "
-                    "lease_expires_ms, incarnation, endpoints FROM nodes ORDER BY node_id"
+                    "lease_expires_ms, incarnation, endpoints, unreached, cut_off_ms "
+                    "FROM nodes ORDER BY node_id"
                 )
             ]
 
         return await self._read(fn)
+
+    async def set_cut_off(self, node_id: int, since_ms: int) -> None:
+        await self._write1("UPDATE nodes SET cut_off_ms = $2 WHERE node_id = $1", node_id, since_ms)
 
     async def acquire_lease(self, name: str, holder: int, ttl_ms: int, now_ms: int) -> bool:
         # One statement: taken if free, expired, already ours, or its holder's node lease

@@ -205,12 +205,14 @@ class ClusterTables(SqliteTables):
         # second process started as this node) is left alone and False answered.
         changed = await self._write1(
             "INSERT INTO nodes (node_id, zone, kafka_host, kafka_port, rpc_host, rpc_port, "
-            "lease_expires_ms, incarnation, endpoints) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "lease_expires_ms, incarnation, endpoints, unreached) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(node_id) DO UPDATE "
             "SET zone = excluded.zone, kafka_host = excluded.kafka_host, "
             "kafka_port = excluded.kafka_port, rpc_host = excluded.rpc_host, "
             "rpc_port = excluded.rpc_port, lease_expires_ms = excluded.lease_expires_ms, "
-            "incarnation = excluded.incarnation, endpoints = excluded.endpoints "
+            "incarnation = excluded.incarnation, endpoints = excluded.endpoints, "
+            "unreached = excluded.unreached "
             "WHERE nodes.incarnation = excluded.incarnation OR nodes.lease_expires_ms <= ?",
             (
                 node.node_id,
@@ -222,6 +224,7 @@ class ClusterTables(SqliteTables):
                 now_ms + lease_ms,
                 node.incarnation,
                 node.endpoints_text(),
+                node.unreached_text(),
                 now_ms,
             ),
         )
@@ -244,10 +247,14 @@ class ClusterTables(SqliteTables):
                 NodeRecord.from_row(row)
                 for row in db.execute(
                     "SELECT node_id, zone, kafka_host, kafka_port, rpc_host, rpc_port, "
-                    "lease_expires_ms, incarnation, endpoints FROM nodes ORDER BY node_id"
+                    "lease_expires_ms, incarnation, endpoints, unreached, cut_off_ms "
+                    "FROM nodes ORDER BY node_id"
                 )
             ]
         )
+
+    async def set_cut_off(self, node_id: int, since_ms: int) -> None:
+        await self._write1("UPDATE nodes SET cut_off_ms = ? WHERE node_id = ?", (since_ms, node_id))
 
     async def acquire_lease(self, name: str, holder: int, ttl_ms: int, now_ms: int) -> bool:
         # One statement (see `_write1`): taken if free, expired, already ours, or its

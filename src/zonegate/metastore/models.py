@@ -58,6 +58,12 @@ class NodeRecord:
     # Every Kafka listener's advertised endpoint, (listener name, host, port); empty in
     # rows of a release before listeners: kafka_host:kafka_port is its PLAINTEXT one.
     endpoints: tuple[tuple[str, str, int], ...] = ()
+    # The peers this node has been calling for a while without an answer (written with
+    # each renewal by the node itself: broker/reachability.py), and since when the
+    # controller holds it cut off from the other zones' nodes (0: it does not), so no
+    # node gives it partitions or groups to lead (router/reachability.py).
+    unreached: tuple[int, ...] = ()
+    cut_off_ms: int = 0
 
     def live(self, now_ms: int) -> bool:
         return self.lease_expires_ms > now_ms
@@ -71,6 +77,14 @@ class NodeRecord:
                 return host, port
         return None
 
+    def leads(self, now_ms: int) -> bool:
+        """Whether partitions and groups may be led here: live and not cut off."""
+        return self.live(now_ms) and self.cut_off_ms == 0
+
+    def unreached_text(self) -> str:
+        """How the stores keep `unreached`: ids separated by commas, "" for none."""
+        return ",".join(str(n) for n in self.unreached)
+
     def endpoints_text(self) -> str:
         """How the stores keep `endpoints`: JSON, "" for none."""
         return json.dumps([list(e) for e in self.endpoints]) if self.endpoints else ""
@@ -78,7 +92,8 @@ class NodeRecord:
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> NodeRecord:
         """A row of the stores' nodes table, its columns in the fields' order."""
-        node_id, zone, kafka_host, kafka_port, rpc_host, rpc_port, expires, inc, text = row
+        node_id, zone, kafka_host, kafka_port, rpc_host, rpc_port, expires, inc, text = row[:9]
+        unreached, cut_off_ms = row[9:11] if len(row) > 9 else ("", 0)
         endpoints = tuple((str(n), str(h), int(p)) for n, h, p in json.loads(text or "[]"))
         return cls(
             int(node_id),
@@ -90,6 +105,8 @@ class NodeRecord:
             int(expires),
             int(inc),
             endpoints,
+            tuple(int(n) for n in str(unreached).split(",") if n),
+            int(cut_off_ms),
         )
 
 

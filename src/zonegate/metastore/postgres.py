@@ -51,6 +51,15 @@ _RETRIES = 5  # deadlock or serialization failure: run the transaction again
 _CONNECT_TIMEOUT_S = 5.0
 _COMMAND_TIMEOUT_S = 15.0
 _POOL_SIZE = 4
+# A node frozen mid-transaction (a paused process; a zone whose power or network is
+# gone, its packets dropped rather than refused) keeps that transaction's row locks
+# until the server notices its connection is dead, which takes TCP minutes: the
+# controller's move of the frozen leader's partitions waits on those locks (for its
+# 15 s command timeout, then again), so nothing failed over for a whole 14 s outage
+# (tests/faults' silent zone). A node's transactions are never idle for seconds
+# otherwise; the server ends one idle this long, so its locks are freed before the
+# node's lease (6 s by default) ends.
+_IDLE_IN_TRANSACTION_MS = 5000
 
 # The server went away, refuses connections now, or is shutting down: nothing the
 # caller did wrong, and asking again later may succeed.
@@ -59,6 +68,7 @@ _UNAVAILABLE: tuple[type[BaseException], ...] = (
     TimeoutError,
     asyncpg.exceptions.ConnectionDoesNotExistError,
     asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.IdleInTransactionSessionTimeoutError,  # ended while frozen
     asyncpg.exceptions.AdminShutdownError,
     asyncpg.exceptions.CrashShutdownError,
     asyncpg.exceptions.ConnectionFailureError,
@@ -117,6 +127,7 @@ class PostgresMetaStore(
             max_size=_POOL_SIZE,
             timeout=_CONNECT_TIMEOUT_S,
             command_timeout=_COMMAND_TIMEOUT_S,
+            server_settings={"idle_in_transaction_session_timeout": str(_IDLE_IN_TRANSACTION_MS)},
         )
         try:
             async with pool.acquire() as conn:

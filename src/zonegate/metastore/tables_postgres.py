@@ -209,6 +209,14 @@ CREATE TABLE acls (
     ),
     (
         9,
+        # A zone cut off from the others (router/reachability.py): the peers each node
+        # has not reached lately, which it writes with its renewal, and since when the
+        # controller holds the node cut off (0: it does not).
+        "ALTER TABLE nodes ADD COLUMN unreached TEXT NOT NULL DEFAULT '';"
+        "ALTER TABLE nodes ADD COLUMN cut_off_ms BIGINT NOT NULL DEFAULT 0;",
+    ),
+    (
+        10,
         # Transactions (docs/transactions.md): each coordinator shard's epoch and owner;
         # each transactional id's state, written fenced by its shard's epoch; offsets
         # committed in a transaction, pending until it ends, and every commit's place in

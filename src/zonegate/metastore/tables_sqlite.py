@@ -81,7 +81,9 @@ CREATE TABLE IF NOT EXISTS nodes (
     rpc_port INTEGER NOT NULL,
     lease_expires_ms INTEGER NOT NULL,
     incarnation INTEGER NOT NULL DEFAULT 0,
-    endpoints TEXT NOT NULL DEFAULT ''
+    endpoints TEXT NOT NULL DEFAULT '',
+    unreached TEXT NOT NULL DEFAULT '',
+    cut_off_ms INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS leases (
     name TEXT PRIMARY KEY,
@@ -216,6 +218,10 @@ ADDED_COLUMNS = (
     # Each node's Kafka listeners' endpoints, JSON (models.NodeRecord.endpoints); ''
     # in rows written before: its one PLAINTEXT listener, kafka_host:kafka_port.
     ("nodes", "endpoints", "TEXT NOT NULL DEFAULT ''"),
+    # A zone cut off from the others (router/reachability.py): the peers a node has not
+    # reached lately, and since when the controller holds it cut off (0: it does not).
+    ("nodes", "unreached", "TEXT NOT NULL DEFAULT ''"),
+    ("nodes", "cut_off_ms", "INTEGER NOT NULL DEFAULT 0"),
     # Transactions (docs/transactions.md): a partition's producer keeps the coordinator
     # epoch of its last marker (-1: none) and the first offset of its open transaction
     # (NULL: none open); every offset commit its place in the order of all commits, so

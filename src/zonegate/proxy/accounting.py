@@ -9,6 +9,9 @@ topic and to the zone of its leader at the time, and the rest of the request
 and of the answer (headers, offsets, error codes) is split in proportion to
 those batch bytes. A request that moved no batch bytes splits evenly among the
 partitions it named. The integer split keeps every sum equal to the wire bytes.
+A client of another zone than the node's gets a cross-zone reason: an outage when
+its zone's nodes are all gone (it is served here because its zone was lost),
+routed when its zone had a node it did not reach.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 from zonegate.proxy.context import RequestContext
 from zonegate.usage.accounting import FETCH_DATA, OTHER, PRODUCE_DATA
+from zonegate.usage.schema import OUTAGE, ROUTED
 
 _KIND = {0: PRODUCE_DATA, 1: FETCH_DATA}
 
@@ -74,6 +78,17 @@ def _leader_zone(ctx: RequestContext, topic: str, partition: int) -> str:
     return "" if p is None else ctx.services.cluster.zone_of(p.leader_node)
 
 
+def cross_zone_reason(ctx: RequestContext) -> str:
+    """Why this request's client, of another zone than this node, is served here: OUTAGE
+    when its zone has nodes but none live with the client's listener, else ROUTED (a zone
+    with a node it did not reach, or one where the cluster never had a node); "" when
+    the client is of this node's zone or of no known zone."""
+    zone = ctx.client_zone
+    if not zone or zone == ctx.services.accounting.node_zone:
+        return ""
+    return OUTAGE if ctx.services.cluster.zone_served(zone, ctx.listener) is False else ROUTED
+
+
 def account_request(
     ctx: RequestContext, body: Any, response_bytes: int, response: Any = None
 ) -> None:
@@ -84,6 +99,7 @@ def account_request(
     client_zone = ctx.client_zone
     client_id = ctx.client_id or ""
     principal = ctx.principal
+    reason = cross_zone_reason(ctx)
     kind = _KIND.get(ctx.api_key, OTHER)
     if ctx.api_key == 0:
         shares = _produce_shares(body)
@@ -99,6 +115,7 @@ def account_request(
             topic="",
             client_id=client_id,
             principal=principal,
+            cross_zone_reason=reason,
             bytes_in=ctx.request_bytes,
             bytes_out=response_bytes,
             requests=1,
@@ -136,6 +153,7 @@ def account_request(
             topic=topic,
             client_id=client_id,
             principal=principal,
+            cross_zone_reason=reason,
             bytes_in=b_in,
             bytes_out=b_out,
             requests=1 if i == 0 else 0,

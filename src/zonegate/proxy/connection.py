@@ -30,6 +30,7 @@ from zonegate.proxy.registry import HandlerRegistry
 from zonegate.proxy.secured import SecuredConnection
 from zonegate.proxy.throttling import BusyTime, timed, with_throttle
 from zonegate.proxy.tls import TlsSession
+from zonegate.runtime.principal import acting_for
 from zonegate.services.api import ANONYMOUS
 
 if TYPE_CHECKING:
@@ -262,15 +263,18 @@ class KafkaConnection(SecuredConnection, asyncio.Protocol):
         )
         self._serial = self._services.quotas.applies(ctx.principal, header.client_id or "")
         busy = BusyTime(handler(ctx, request.body))
-        self._enqueue(
-            header.correlation_id,
-            header.api_key,
-            timed(busy),
-            ctx,
-            request.body,
-            busy,
-            len(frame) + 4,
-        )
+        # The task copies the context here: calls it passes to other nodes carry the
+        # principal, and changes it causes are logged with it (runtime/principal.py).
+        with acting_for(ctx.principal):
+            self._enqueue(
+                header.correlation_id,
+                header.api_key,
+                timed(busy),
+                ctx,
+                request.body,
+                busy,
+                len(frame) + 4,
+            )
 
     def _enqueue(
         self,

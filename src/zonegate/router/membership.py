@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 from zonegate.metastore.api import ClusterStore
 from zonegate.metastore.models import NodeRecord
@@ -38,6 +39,9 @@ class Membership:
         # writes it while the serving loop reads.
         self._view: tuple[list[NodeRecord], dict[int, NodeRecord]] = ([], {})
         self.leaving = False  # set when the node hands over: renewals stop
+        # The peers this node has not reached lately, written with each renewal: set by
+        # the lease keeper's probes (broker/peer_probes.py).
+        self.unreached: tuple[int, ...] = ()
         self.fenced = False
 
     async def renew(self, meta: ClusterStore | None = None) -> bool:
@@ -47,7 +51,8 @@ class Membership:
         meta = meta or self._meta
         renewed = True
         if not self.leaving:
-            renewed = await meta.register_node(self.me, self.lease_ms, self._clock())
+            me = replace(self.me, unreached=self.unreached) if self.unreached else self.me
+            renewed = await meta.register_node(me, self.lease_ms, self._clock())
             if not renewed:
                 self.fenced = True
         nodes = await meta.list_nodes()
@@ -67,6 +72,33 @@ class Membership:
     def live_nodes(self) -> list[NodeRecord]:
         now = self._clock()
         return [n for n in self._view[0] if n.live(now) or n.node_id == self.me.node_id]
+
+    def leading_nodes(self) -> list[NodeRecord]:
+        """The live nodes partitions and groups may be led by: those the controller does
+        not hold cut off from the other zones' nodes (router/reachability.py)."""
+        return [n for n in self.live_nodes() if n.cut_off_ms == 0]
+
+    def answering_nodes(self) -> list[NodeRecord]:
+        """The live nodes less those silent for over a quarter of a lease (no renewal
+        read since), which the controller probes as maybe dead (broker/controller.py):
+        clients are not sent to them while their lease still runs (router/view.py).
+        Silence is measured against the newest renewal read, not the clock, so a node
+        that cannot read the metadata store does not find every other node silent."""
+        live = self.live_nodes()
+        newest = max((n.lease_expires_ms for n in live), default=0)
+        quarter = self.lease_ms // 4
+        me = self.me.node_id
+        return [n for n in live if n.node_id == me or newest - n.lease_expires_ms <= quarter]
+
+    def live_by_zone(self) -> dict[str, int]:
+        """Per zone the metadata store knows a node of, how many of its nodes are live
+        now: a lost zone's nodes keep their rows, so it is counted 0 here, where their
+        own metrics are gone with them (docs/operations.md, ZonegateZoneWithoutNode)."""
+        live = {n.node_id for n in self.live_nodes()}
+        counts: dict[str, int] = {}
+        for n in self._view[0]:
+            counts[n.zone] = counts.get(n.zone, 0) + (n.node_id in live)
+        return counts
 
     def zone_of(self, node_id: int) -> str:
         """The node's zone if `live_nodes()` lists it now, else "" (asked on every request)."""

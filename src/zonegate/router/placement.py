@@ -6,20 +6,25 @@ Pure functions, so the controller's choices are unit-tested without a cluster.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from zonegate.metastore.models import NodeRecord
 
 
 def place(count: int, live: Sequence[NodeRecord], current_leaders: Iterable[int]) -> list[int]:
     """Leaders for `count` new partitions given the leaders already placed."""
+    return place_counted(count, live, Counter(current_leaders))
+
+
+def place_counted(
+    count: int, live: Sequence[NodeRecord], leaders_per_node: Mapping[int, int]
+) -> list[int]:
+    """`place`, given how many partitions each node leads already: what a node's catalog
+    keeps counted, so creating a topic costs its own partitions, not every partition's."""
     if not live:
         raise ValueError("no live node to place partitions on")
-    by_node: Counter[int] = Counter({n.node_id: 0 for n in live})
+    by_node: Counter[int] = Counter({n.node_id: leaders_per_node.get(n.node_id, 0) for n in live})
     zone_of = {n.node_id: n.zone for n in live}
-    for leader in current_leaders:
-        if leader in by_node:
-            by_node[leader] += 1
     by_zone: Counter[str] = Counter({z: 0 for z in zone_of.values()})
     for node_id, c in by_node.items():
         by_zone[zone_of[node_id]] += c

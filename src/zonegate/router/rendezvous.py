@@ -18,5 +18,7 @@ def _weight(key: bytes, node_id: int) -> int:
 def choose_node(topic: str, partition: int, node_ids: Sequence[int]) -> int:
     if not node_ids:
         raise ValueError("no nodes to choose from")
+    if len(node_ids) == 1:  # one node in the zone (a node per zone): nothing to hash
+        return node_ids[0]
     key = f"{topic}\x00{partition}".encode()
     return max(node_ids, key=lambda n: (_weight(key, n), n))

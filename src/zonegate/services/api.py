@@ -31,7 +31,7 @@ here, so a handler imports this module and nothing else of the node.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -170,6 +170,11 @@ class Cluster(Protocol):
 
     def client_zone(self, client_id: str | None, host: str) -> str: ...
 
+    async def check_zone(self, zone: str) -> None:
+        """Before a client of `zone` (another zone's) is told of brokers: whether that
+        zone's nodes are still there (services/zone_probe.py)."""
+        ...
+
     def brokers_for(self, zone: str, listener: str | None = None) -> list[NodeRecord]:
         """The live nodes a client of `zone` is told of (those having `listener`)."""
         ...
@@ -180,6 +185,10 @@ class Cluster(Protocol):
 
     def leader_for(self, partition: PartitionInfo, zone: str, listener: str | None = None) -> int:
         """The node a client of `zone` sends this partition's produce and fetch to."""
+        ...
+
+    def leaders_for(self, zone: str, listener: str | None = None) -> Callable[[PartitionInfo], int]:
+        """`leader_for` of many partitions, as the cluster is now (one Metadata answer)."""
         ...
 
     def rewrites(self, zone: str, listener: str | None = None) -> bool:
@@ -195,6 +204,12 @@ class Cluster(Protocol):
 
     def zone_of(self, node_id: int) -> str:
         """The zone of a live node, "" if it is not live."""
+        ...
+
+    def zone_served(self, zone: str, listener: str | None = None) -> bool | None:
+        """Whether a live node of `zone` has `listener`: True; False when none does but
+        nodes of `zone` are registered (the zone is lost); None when the cluster never
+        had a node there."""
         ...
 
     def broker_configs(self) -> dict[str, str]:

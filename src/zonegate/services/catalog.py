@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping
 
 from zonegate.metastore.api import ClusterStore
@@ -32,7 +33,6 @@ from zonegate.storage.topic_rules import TopicRules
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
-MAX_PARTITIONS = 10_000
 
 
 class InvalidTopic(ValueError):
@@ -52,8 +52,8 @@ def check_topic_name(name: str | None) -> str:
     return name
 
 
-# place(count, current leaders) -> a leader node for each new partition
-Placer = Callable[[int, list[int]], list[int]]
+# place(count, partitions led per node now) -> a leader node for each new partition
+Placer = Callable[[int, Mapping[int, int]], list[int]]
 
 
 class Catalog:
@@ -78,6 +78,10 @@ class Catalog:
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
         self._by_stream: dict[int, PartitionInfo] = {}
         self._rules: dict[uuid.UUID, TopicRules] = {}
+        # Partitions led per node, kept as topics come and go: placing a new topic's
+        # partitions must not count all of the cluster's (1,000 topics of 100 would
+        # count 50 million leaders between them).
+        self._leader_counts: Counter[int] = Counter()
         self._lock = asyncio.Lock()
         self._version = -1
         # Counts the changes this node made to the cache. A refresh whose reads of the
@@ -210,6 +214,7 @@ class Catalog:
     ) -> None:
         old = self._by_stream
         self._by_name, self._by_id, self._by_stream = {}, {}, {}
+        self._leader_counts = Counter()
         self._set_scoped(scoped)  # before the topics: each one's rules are parsed as it is put
         for t in topics:
             self._put(t)
@@ -219,6 +224,10 @@ class Catalog:
 
     def _put(self, t: TopicInfo) -> None:
         self._writes += 1
+        replaced = self._by_name.get(t.name)
+        if replaced is not None:
+            self._leader_counts.subtract(p.leader_node for p in replaced.partitions)
+        self._leader_counts.update(p.leader_node for p in t.partitions)
         self._by_name[t.name] = t
         self._by_id[t.topic_id] = t
         self._rules[t.topic_id] = topic_rules(t.configs, self.defaults)
@@ -255,13 +264,15 @@ class Catalog:
     async def create(self, name: str, partitions: int, configs: dict[str, str | None]) -> TopicInfo:
         """Raises InvalidTopic, InvalidConfig, TopicExists or ValueError (bad partition count)."""
         check_topic_name(name)
-        if not 1 <= partitions <= MAX_PARTITIONS:
-            raise ValueError(f"number of partitions {partitions} is outside 1..{MAX_PARTITIONS}")
+        # No cap on a topic's partitions, as in Kafka: what one request may make is
+        # capped by the handlers (services/partition_limits.py).
+        if partitions < 1:
+            raise ValueError(f"number of partitions {partitions} is not >= 1")
         checked = validate_topic_configs(configs)
         async with self._lock:
             if name in self._by_name:
                 raise TopicExists(f"topic {name!r} already exists")
-            leaders = self._place(partitions, [p.leader_node for p in self._by_stream.values()])
+            leaders = self._place(partitions, self._leader_counts)
             t = await self._meta.create_topic(name, checked, leaders)
             self._put(t)
             return t
@@ -294,7 +305,9 @@ class Catalog:
             t = await self._meta.delete_topic(name)
             if t is not None:
                 self._writes += 1
-                self._by_name.pop(t.name, None)
+                cached = self._by_name.pop(t.name, None)
+                if cached is not None:
+                    self._leader_counts.subtract(p.leader_node for p in cached.partitions)
                 self._by_id.pop(t.topic_id, None)
                 self._rules.pop(t.topic_id, None)
                 for p in t.partitions:
@@ -318,8 +331,6 @@ class Catalog:
                 if current is None:
                     raise LookupError(f"topic {name!r} does not exist")
                 have = len(current.partitions)
-                if total > MAX_PARTITIONS:
-                    raise ValueError(f"number of partitions {total} is above {MAX_PARTITIONS}")
                 if total <= have:
                     raise ValueError(
                         f"topic {name!r} has {have} partitions; the new count {total} "
@@ -327,9 +338,7 @@ class Catalog:
                     )
                 if validate_only:
                     return current
-                leaders = self._place(
-                    total - have, [p.leader_node for p in self._by_stream.values()]
-                )
+                leaders = self._place(total - have, self._leader_counts)
                 try:
                     t = await self._meta.add_partitions(name, leaders, have)
                 except PartitionCountChanged:

@@ -19,12 +19,17 @@ from zonegate.router.membership import Membership
 from zonegate.router.rendezvous import choose_node
 from zonegate.router.view import ClusterView
 from zonegate.router.zones import ZoneResolver
+from zonegate.services.zone_probe import ZoneProbe
 
 
 def kafka_cluster_id(name: str) -> str:
     """Kafka cluster ids are 22-character base64 UUIDs; a stable one from the name."""
     raw = uuid.uuid5(uuid.NAMESPACE_DNS, name).bytes
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _advertised(n: NodeRecord) -> tuple[str, int]:
+    return n.rpc_host, n.rpc_port
 
 
 @dataclass(frozen=True)
@@ -38,10 +43,16 @@ class ClusterSettings:
 
 
 class NodeCluster:
-    def __init__(self, settings: ClusterSettings, membership: Membership) -> None:
+    def __init__(
+        self, settings: ClusterSettings, membership: Membership, probe: ZoneProbe | None = None
+    ) -> None:
         self._settings = settings
         self._membership = membership
-        self._view = ClusterView(membership.live_nodes, zone_routing=settings.zone_routing)
+        # Other zones' nodes probed before their clients are answered (zone_probe.py).
+        self._probe = probe or ZoneProbe(_advertised, membership.lease_ms / 1000)
+        self._view = ClusterView(
+            membership.live_nodes, zone_routing=settings.zone_routing, answering=self._answering
+        )
         # Per listener: the live nodes that have it (a client is told of no other).
         self._views: dict[str, ClusterView] = {}
         resolver = ZoneResolver.from_map(settings.zone, dict(settings.zone_cidrs))
@@ -64,6 +75,18 @@ class NodeCluster:
     def client_zone(self, client_id: str | None, host: str) -> str:
         return self._zone_cache(client_id, host)
 
+    def _answering(self) -> list[NodeRecord]:
+        """Live nodes neither silent (Membership.answering_nodes) nor refusing a probe."""
+        return [n for n in self._membership.answering_nodes() if not self._probe.refused(n)]
+
+    async def check_zone(self, zone: str) -> None:
+        """Before a client of another zone is answered: probes that zone's live nodes
+        (zone_probe.py), so a zone whose every node refuses counts as having none."""
+        if self._view.zone_routing and zone and zone != self._settings.zone:
+            nodes = [n for n in self._membership.live_nodes() if n.zone == zone]
+            if nodes:
+                await self._probe.check(nodes)
+
     def _of(self, listener: str | None) -> ClusterView:
         """The view of clients of `listener`: as Kafka, a node without that listener is
         left out of what they are told. None: every live node."""
@@ -71,12 +94,17 @@ class NodeCluster:
             return self._view
         view = self._views.get(listener)
         if view is None:
-            live = self._membership.live_nodes
+            members = self._membership
 
             def with_listener() -> list[NodeRecord]:
-                return [n for n in live() if n.endpoint(listener) is not None]
+                return [n for n in members.live_nodes() if n.endpoint(listener) is not None]
 
-            view = ClusterView(with_listener, zone_routing=self._view.zone_routing)
+            def answering() -> list[NodeRecord]:
+                return [n for n in self._answering() if n.endpoint(listener) is not None]
+
+            view = ClusterView(
+                with_listener, zone_routing=self._view.zone_routing, answering=answering
+            )
             self._views[listener] = view
         return view
 
@@ -100,12 +128,16 @@ class NodeCluster:
     def leader_for(self, partition: PartitionInfo, zone: str, listener: str | None = None) -> int:
         return self._of(listener).leader_for(partition, zone)
 
+    def leaders_for(self, zone: str, listener: str | None = None) -> Callable[[PartitionInfo], int]:
+        return self._of(listener).leaders(zone)
+
     def rewrites(self, zone: str, listener: str | None = None) -> bool:
         return self._of(listener).rewrites(zone)
 
     def group_owner(self, group_id: str) -> int:
-        """The node that coordinates `group_id`: rendezvous hashing over all live nodes."""
-        ids = [n.node_id for n in self._membership.live_nodes()] or [self._settings.node_id]
+        """The node that coordinates `group_id`: rendezvous hashing over all live nodes
+        but those held cut off from the other zones' (router/reachability.py)."""
+        ids = [n.node_id for n in self._membership.leading_nodes()] or [self._settings.node_id]
         return choose_node(group_id, -1, ids)
 
     def coordinator_for(
@@ -125,6 +157,13 @@ class NodeCluster:
 
     def zone_of(self, node_id: int) -> str:
         return self._membership.zone_of(node_id)
+
+    def zone_served(self, zone: str, listener: str | None = None) -> bool | None:
+        # Asked only for requests whose client is of another zone than this node (the
+        # usage records' cross-zone reason), so the scans stay off the common path.
+        if any(n.zone == zone for n in self.brokers_for(zone, listener)):
+            return True
+        return False if any(n.zone == zone for n in self._membership.nodes()) else None
 
     def broker_configs(self) -> dict[str, str]:
         return self._settings.broker_configs()

@@ -38,6 +38,14 @@ class IndexEntry:
     # kept. Segments for retention are drawn by it (`StreamIndex.segments`).
     append_ms: int = 0
 
+    @property
+    def window_ms(self) -> int:
+        """The time the entry is placed in a segment window by (retention's segments,
+        compaction's runs, a stream object's chunks, one rule for all three): the leader's
+        commit time, or for an entry stored before that was kept, its batches' largest
+        timestamp."""
+        return self.append_ms or self.max_timestamp
+
 
 # An entry's fields in order. The metadata stores' columns and the leader RPC's
 # message fields carry the same names, so rows and messages convert by them.

@@ -63,7 +63,7 @@ class SegmentSummary:
     def extend(self, entries: Iterable[IndexEntry]) -> None:
         segs = self.segments
         for e in entries:
-            window = (e.append_ms or e.max_timestamp) // self._ms
+            window = e.window_ms // self._ms
             s = segs[-1] if segs else None
             if s is None or s.window != window or s.bytes + e.length > self._bytes:
                 segs.append(

@@ -25,6 +25,8 @@ from zonegate.storage.index import IndexEntry
 
 STREAMS_PREFIX = "streams/"
 CHUNK_BYTES = 1 << 20
+# A batch's bytes up to the end of its partition leader epoch: what patch_batch rewrites.
+_PATCHED = 16
 
 
 def stream_object_key(stream_id: int, base_offset: int, last_offset: int, epoch: int) -> str:
@@ -70,15 +72,21 @@ def batches_of(entry: IndexEntry, blob: bytes) -> Iterator[tuple[int, int, int, 
     """(base offset, last offset, max timestamp, bytes) of each batch of an entry's blob,
     base offsets final: a WAL entry is one batch patched to the entry's base offset; a
     chunk's batches are final already."""
+    for base, last, max_ts, pos, size in _batch_spans(entry, blob):
+        batch = bytearray(blob[pos : pos + size])
+        if not is_stream_key(entry.object_key):
+            patch_batch(batch, 0, base, -1)
+        yield base, last, max_ts, bytes(batch)
+
+
+def _batch_spans(entry: IndexEntry, blob: bytes) -> Iterator[tuple[int, int, int, int, int]]:
+    """As `batches_of`, with each batch's position and size in the blob instead of its
+    bytes, and a WAL batch's base offset not yet patched."""
     if not is_stream_key(entry.object_key):
-        buf = bytearray(blob)
-        patch_batch(buf, 0, entry.base_offset, -1)
-        yield entry.base_offset, entry.last_offset, entry.max_timestamp, bytes(buf)
+        yield entry.base_offset, entry.last_offset, entry.max_timestamp, 0, len(blob)
         return
-    view = memoryview(blob)
-    for pos, h in iter_batches(view):
-        last = h.base_offset + h.last_offset_delta
-        yield h.base_offset, last, h.max_timestamp, bytes(view[pos : pos + h.size])
+    for pos, h in iter_batches(blob):
+        yield h.base_offset, h.base_offset + h.last_offset_delta, h.max_timestamp, pos, h.size
 
 
 def build_stream_object(
@@ -94,20 +102,34 @@ def build_stream_object(
     if not parts:
         raise ValueError("a stream object needs at least one batch")
     step = max(segment_ms, 1)
-    out = bytearray()
+    # The object's pieces, joined once at the end: each batch is copied once, straight
+    # into the object (a copy per batch on the way, and the bytearray grown then copied
+    # out, cost more than the rest: each fresh buffer of this size is an mmap and its
+    # page faults). A WAL batch's first 16 bytes are replaced by a patched copy.
+    pieces: list[bytes | bytearray | memoryview] = []
+    size_so_far = 0
     chunks: list[_Chunk] = []
     for entry, blob in parts:
-        append_ms = entry.append_ms or entry.max_timestamp
+        append_ms = entry.window_ms
         window = append_ms // step
-        for base, last, max_ts, batch in batches_of(entry, blob):
+        wal = not is_stream_key(entry.object_key)
+        view = memoryview(blob)
+        for base, last, max_ts, pos, size in _batch_spans(entry, blob):
             c = chunks[-1] if chunks else None
-            if c is None or c.window != window or c.length + len(batch) > chunk_bytes:
-                c = _Chunk(base, last, len(out), 0, max_ts, append_ms, window)
+            if c is None or c.window != window or c.length + size > chunk_bytes:
+                c = _Chunk(base, last, size_so_far, 0, max_ts, append_ms, window)
                 chunks.append(c)
             c.last_offset = last
-            c.length += len(batch)
+            c.length += size
             c.max_timestamp = max(c.max_timestamp, max_ts)
-            out += batch
+            if wal:
+                head = bytearray(view[pos : pos + _PATCHED])
+                patch_batch(head, 0, base, -1)
+                pieces.append(head)
+                pieces.append(view[pos + _PATCHED : pos + size])
+            else:
+                pieces.append(view[pos : pos + size])
+            size_so_far += size
     first, final = parts[0][0].base_offset, parts[-1][0].last_offset
     key = stream_object_key(stream_id, first, final, leader_epoch)
     entries = tuple(
@@ -116,4 +138,4 @@ def build_stream_object(
         )
         for c in chunks
     )
-    return StreamObject(key, bytes(out), entries)
+    return StreamObject(key, b"".join(pieces), entries)

@@ -1,8 +1,8 @@
 """Counts every byte a node sends or receives, by who it served and where it went.
 
 Keys follow docs/usage-records.md: (kind, client zone, peer zone, leader zone,
-topic, client id, principal). Two views: cumulative totals for /metrics, and per-interval
-deltas that the usage writer drains into Parquet records.
+topic, client id, principal, cross-zone reason). Two views: cumulative totals for
+/metrics, and per-interval deltas that the usage writer drains into Parquet records.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ class TrafficKey(NamedTuple):
     topic: str
     client_id: str
     principal: str = ""  # the client's (User:alice), "" for node and S3 traffic
+    cross_zone_reason: str = ""  # usage.schema.OUTAGE or ROUTED when a client's bytes crossed
 
 
 @dataclass(slots=True)
@@ -58,11 +59,21 @@ class Accounting:
         topic: str = "",
         client_id: str = "",
         principal: str = "",
+        cross_zone_reason: str = "",
         bytes_in: int = 0,
         bytes_out: int = 0,
         requests: int = 0,
     ) -> None:
-        key = TrafficKey(kind, client_zone, peer_zone, leader_zone, topic, client_id, principal)
+        key = TrafficKey(
+            kind,
+            client_zone,
+            peer_zone,
+            leader_zone,
+            topic,
+            client_id,
+            principal,
+            cross_zone_reason,
+        )
         self.totals[key].add(bytes_in, bytes_out, requests)
         self._interval[key].add(bytes_in, bytes_out, requests)
 

@@ -1,17 +1,18 @@
-"""The usage-record schema (docs/usage-records.md, schema_version 3) as Arrow and Spark see it.
+"""The usage-record schema (docs/usage-records.md, schema_version 4) as Arrow and Spark see it.
 
 Readers accept exactly the versions listed here and stop, naming the version,
-on any other. Version 1 records (before S3 requests were counted by purpose) and
-version 2 ones (before the principal) are read as version 3 ones with the
-columns they lack at their defaults.
+on any other. Version 1 records (before S3 requests were counted by purpose),
+version 2 ones (before the principal) and version 3 ones (before the reason a
+client's bytes crossed zones) are read as version 4 ones with the columns they
+lack at their defaults.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 3
-KNOWN_VERSIONS = frozenset({1, 2, SCHEMA_VERSION})
+SCHEMA_VERSION = 4
+KNOWN_VERSIONS = frozenset({1, 2, 3, SCHEMA_VERSION})
 USAGE_PREFIX = "usage/"
 
 KINDS = ("produce_data", "fetch_data", "forward_rpc", "other", "s3", "storage")
@@ -48,8 +49,18 @@ ARROW_SCHEMA = pa.schema(
         # Version 3: the authenticated principal of the client's requests (User:alice;
         # User:ANONYMOUS where nobody authenticated), "" on node and S3 rows.
         ("principal", pa.string()),
+        # Version 4: why a client's bytes crossed zones (CROSS_ZONE_REASONS), "" where
+        # they did not (or on node and S3 rows).
+        ("cross_zone_reason", pa.string()),
     ]
 )
+# Why a client row's node is in another zone than the client. OUTAGE: the client's own
+# zone had no live node serving its listener when the node answered (a zone lost, its
+# clients served elsewhere); ROUTED: it had one, but the client reached this node (its
+# bootstrap list, or zone routing off).
+OUTAGE = "outage"
+ROUTED = "routed"
+CROSS_ZONE_REASONS = ("", OUTAGE, ROUTED)
 # What a version-1 record holds in the columns version 2 added.
 V2_DEFAULTS: dict[str, str | int] = {
     "s3_purpose": "",
@@ -59,6 +70,9 @@ V2_DEFAULTS: dict[str, str | int] = {
 # What a version-1 or version-2 record holds in the column version 3 added: no
 # principal was recorded.
 V3_DEFAULTS: dict[str, str | int] = {"principal": ""}
+# What an older record holds in the column version 4 added: no reason was recorded
+# (the report takes its cross-zone client bytes as not an outage's).
+V4_DEFAULTS: dict[str, str | int] = {"cross_zone_reason": ""}
 COLUMNS = tuple(ARROW_SCHEMA.names)
 
 # The same schema as a Spark DDL string (kept here so pyspark need not be imported).
@@ -99,7 +113,7 @@ def conform(table: pa.Table, where: str) -> pa.Table:
         raise UsageInputError(f"{where} has no schema_version column: not a usage record")
     versions = table.column("schema_version").unique().to_pylist()
     check_versions([int(v) for v in versions if v is not None], where)
-    for name, default in {**V2_DEFAULTS, **V3_DEFAULTS}.items():
+    for name, default in {**V2_DEFAULTS, **V3_DEFAULTS, **V4_DEFAULTS}.items():
         if name not in table.column_names:
             field = ARROW_SCHEMA.field(name)
             table = table.append_column(field, pa.array([default] * table.num_rows, field.type))

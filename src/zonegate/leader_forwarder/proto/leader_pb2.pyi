@@ -133,12 +133,14 @@ class WatchEvent(_message.Message):
     def __init__(self, stream_id: _Optional[int] = ..., high_watermark: _Optional[int] = ...) -> None: ...
 
 class GroupCallRequest(_message.Message):
-    __slots__ = ("from_node", "payload")
+    __slots__ = ("from_node", "payload", "principal")
     FROM_NODE_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     from_node: int
     payload: bytes
-    def __init__(self, from_node: _Optional[int] = ..., payload: _Optional[bytes] = ...) -> None: ...
+    principal: str
+    def __init__(self, from_node: _Optional[int] = ..., payload: _Optional[bytes] = ..., principal: _Optional[str] = ...) -> None: ...
 
 class GroupCallResponse(_message.Message):
     __slots__ = ("payload",)
@@ -147,14 +149,16 @@ class GroupCallResponse(_message.Message):
     def __init__(self, payload: _Optional[bytes] = ...) -> None: ...
 
 class DeleteRecordsRequest(_message.Message):
-    __slots__ = ("stream_id", "offset", "from_node")
+    __slots__ = ("stream_id", "offset", "from_node", "principal")
     STREAM_ID_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     FROM_NODE_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     stream_id: int
     offset: int
     from_node: int
-    def __init__(self, stream_id: _Optional[int] = ..., offset: _Optional[int] = ..., from_node: _Optional[int] = ...) -> None: ...
+    principal: str
+    def __init__(self, stream_id: _Optional[int] = ..., offset: _Optional[int] = ..., from_node: _Optional[int] = ..., principal: _Optional[str] = ...) -> None: ...
 
 class DeleteRecordsResponse(_message.Message):
     __slots__ = ("error_code", "log_start_offset")

@@ -21,6 +21,7 @@ from zonegate.proxy.handlers import (  # noqa: F401
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_topic_partitions,
     describe_user_scram_credentials,
     elect_leaders,
     fetch,

@@ -1,6 +1,9 @@
 """CreatePartitions (key 37), v0-3: raise a topic's partition count (never lower it).
 
 The partitions added count against the client's controller_mutation_rate quota.
+A topic may grow to any count, but one request may add at most 10,000 partitions
+in all, as Kafka's controller (its limit of records per operation): above that
+every topic of the request gets POLICY_VIOLATION (services/partition_limits.py).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from zonegate.proxy.handlers.common import NO_THROTTLE, THROTTLED, cls, mutation
 from zonegate.proxy.registry import REGISTRY
 from zonegate.proxy.schema import make
 from zonegate.services.api import AclOperation
+from zonegate.services.partition_limits import TOO_LARGE_BATCH, too_many
 
 API_KEY = 37
 
@@ -22,11 +26,20 @@ API_KEY = 37
 @REGISTRY.register(API_KEY, 0, 3)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     results = []
+    allowed = {t.name for t in request.topics if authorize(ctx, AclOperation.ALTER, TOPIC, t.name)}
+    added = 0
+    for t in request.topics:
+        topic = ctx.services.topics.get(t.name) if t.name in allowed else None
+        if topic is not None:
+            added += max(0, t.count - len(topic.partitions))
+    over = too_many(added)
     for t in request.topics:
         code, message = ErrorCode.none, None
         try:
-            if not authorize(ctx, AclOperation.ALTER, TOPIC, t.name):
+            if t.name not in allowed:
                 raise _Refused("The topic authorization is failed.")
+            if over:
+                raise _TooLarge(TOO_LARGE_BATCH)
             topic = ctx.services.topics.get(t.name)
             more = t.count - len(topic.partitions) if topic is not None else 0
             if more > 0 and not request.validate_only:
@@ -39,6 +52,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             code, message = ErrorCode.topic_authorization_failed, str(exc)
         except _Throttled as exc:
             code, message = ErrorCode.throttling_quota_exceeded, str(exc)
+        except _TooLarge as exc:
+            code, message = ErrorCode.policy_violation, str(exc)
         except LookupError as exc:
             code, message = ErrorCode.unknown_topic_or_partition, str(exc)
         except ValueError as exc:
@@ -61,4 +76,8 @@ class _Throttled(Exception):
 
 
 class _Refused(Exception):
+    pass
+
+
+class _TooLarge(Exception):
     pass

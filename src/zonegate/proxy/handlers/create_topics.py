@@ -5,7 +5,10 @@ partition's data lives in the object store, whose own replication is what
 keeps it, so the factor asks for nothing we would not do anyway. Manual
 replica assignments are accepted for their partition count only. Unknown
 topic configs and bad values get INVALID_CONFIG naming the config. Each
-partition counts against the client's controller_mutation_rate quota.
+partition counts against the client's controller_mutation_rate quota. A topic
+may have any number of partitions, but one request may make at most 10,000 in
+all, as Kafka's controller: above that every topic of the request gets
+POLICY_VIOLATION (services/partition_limits.py).
 """
 
 from __future__ import annotations
@@ -27,6 +30,11 @@ from zonegate.services.api import (
     TopicExists,
     check_topic_name,
     validate_topic_configs,
+)
+from zonegate.services.partition_limits import (
+    TOO_MANY_TO_CREATE,
+    requested_partitions,
+    too_many,
 )
 
 API_KEY = 19
@@ -54,6 +62,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         lambda t: t.name,
         log_denied=False,
     )
+    # Kafka's controller counts the topics that reach it: each name once, if authorized.
+    counted: dict[str, int] = {}
+    for t in request.topics:
+        if t.name in creatable and t.name not in counted:
+            counted[t.name] = len(t.assignments) if t.assignments else t.num_partitions
+    over = too_many(requested_partitions(counted.values(), topics.default_partitions))
     for t in request.topics:
         code, message, info = ErrorCode.none, None, None
         partitions = t.num_partitions
@@ -68,6 +82,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             seen.add(t.name)
             if t.name not in creatable:
                 raise _Fail(ErrorCode.topic_authorization_failed, "Authorization failed.")
+            if over:
+                raise _Fail(ErrorCode.policy_violation, TOO_MANY_TO_CREATE)
             check_topic_name(t.name)
             if t.replication_factor == 0 or t.replication_factor < -1:
                 raise _Fail(

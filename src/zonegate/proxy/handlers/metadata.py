@@ -22,6 +22,7 @@ are filled in when asked: the topics' (v8+) and the cluster's (v8-10).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -69,6 +70,29 @@ def brokers_and_controller(
     return tuple(brokers), cluster.controller_for(ctx.client_zone, ctx.listener)
 
 
+def partition_fields(
+    ctx: RequestContext, p: PartitionInfo, real: bool, leader_of: Callable[[PartitionInfo], int]
+) -> dict[str, Any]:
+    """A partition's leader, replicas, in-sync and offline replicas as this client is told
+    them (the module doc); `real` when the cluster does not rewrite them for its zone;
+    `leader_of` is the cluster's `leaders_for` this client's zone and listener, asked
+    once per answer. DescribeTopicPartitions answers the same."""
+    leader = leader_of(p)
+    if real:
+        replicas, isr, offline = ctx.services.leadership.replicas(p)
+    else:
+        replicas, isr, offline = (leader,), (leader,), ()
+    return {
+        "error_code": ErrorCode.none,
+        "partition_index": p.partition,
+        "leader_id": leader,
+        "leader_epoch": p.leader_epoch,
+        "replica_nodes": replicas,
+        "isr_nodes": isr,
+        "offline_replicas": offline,
+    }
+
+
 @REGISTRY.register(API_KEY, 0, 12)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     topics = ctx.services.topics
@@ -77,24 +101,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     part_cls = cls(ctx, "MetadataResponsePartition")
 
     zone = ctx.client_zone
+    await cluster.check_zone(zone)  # a lost zone's client must not be sent back to it
     real = not cluster.rewrites(zone, ctx.listener)
 
+    leader_of = cluster.leaders_for(zone, ctx.listener)
+
     def partition_answer(p: PartitionInfo) -> Any:
-        leader = cluster.leader_for(p, zone, ctx.listener)
-        if real:
-            replicas, isr, offline = ctx.services.leadership.replicas(p)
-        else:
-            replicas, isr, offline = (leader,), (leader,), ()
-        return make(
-            part_cls,
-            error_code=ErrorCode.none,
-            partition_index=p.partition,
-            leader_id=leader,
-            leader_epoch=p.leader_epoch,
-            replica_nodes=replicas,
-            isr_nodes=isr,
-            offline_replicas=offline,
-        )
+        return make(part_cls, **partition_fields(ctx, p, real, leader_of))
 
     with_operations = ctx.api_version >= 8 and getattr(
         request, "include_topic_authorized_operations", False
