@@ -274,6 +274,26 @@ class RemoteLeader:
         self._count(request, response)
         return bytes(response.payload)
 
+    async def txn_call(self, payload: bytes, *, timeout_s: float) -> bytes:
+        """Passes a transaction-coordinator call to the shard's owner; its answer's
+        payload. One attempt, raising LeaderUnavailable as `group_call` does: the caller
+        (services/txn_routing.py) decides whether another owner is coming."""
+        request = pb.TxnCallRequest(
+            from_node=self._from_node,
+            payload=payload,
+            principal=current_principal() or ANONYMOUS,
+        )
+        try:
+            response = await self._stub.TxnCall(request, timeout=timeout_s, metadata=self._metadata)
+        except grpc.aio.AioRpcError as exc:
+            self._tls_refusal(exc)
+            raise LeaderUnavailable(
+                f"transaction coordinator {self.target}: {exc.code().name}",
+                unreachable=exc.code() == grpc.StatusCode.UNAVAILABLE,
+            ) from exc
+        self._count(request, response)
+        return bytes(response.payload)
+
     async def changed(self, stream_id: int) -> asyncio.Future[None]:
         """Completes at the next high-watermark event the leader streams for the partition."""
         fut = self._watch_futures.get(stream_id)

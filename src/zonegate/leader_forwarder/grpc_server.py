@@ -1,4 +1,4 @@
-"""The leader's gRPC service: Append, ReadIndex and Watch over the local leader; GroupCall.
+"""The leader's gRPC service: Append, ReadIndex and Watch over the local leader; GroupCall, TxnCall.
 
 Only the cluster's own nodes may call it: every call carries the cluster's RPC
 token (a secret in the metadata store, so only what can read the store has
@@ -60,12 +60,14 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         on_bytes: Any = None,
         group_call: GroupCallHandler | None = None,
         token: str = "",
+        txn_call: GroupCallHandler | None = None,
     ) -> None:
         self._leader = leader
         self._token = token.encode()
         self._refused_unauthenticated = 0
         self._last_unauthenticated_log = -1e9
         self._group_call = group_call
+        self._txn_call = txn_call
         # on_bytes(kind_of_call, peer_node, bytes_in, bytes_out) feeds usage accounting.
         self._on_bytes = on_bytes
 
@@ -183,20 +185,32 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         return response
 
     async def GroupCall(self, request: Any, context: Any) -> Any:  # noqa: N802
-        await self._admit(request, context)
-        if self._group_call is None:
-            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "no group coordinator here")
-        assert self._group_call is not None
-        try:
-            # Served for the client the calling node already checked: no check here.
-            with acting_for(request.principal or ANONYMOUS):
-                payload = await self._group_call(bytes(request.payload))
-        except ValueError as exc:  # a call no node would make (group_wire.BadPayload)
-            await _refuse(context, request, str(exc))
-            raise AssertionError("unreachable") from None
+        payload = await self._serve_call(request, context, self._group_call, "group")
         response = pb.GroupCallResponse(payload=payload)
         self._count(request, response, request.from_node)
         return response
+
+    async def TxnCall(self, request: Any, context: Any) -> Any:  # noqa: N802
+        payload = await self._serve_call(request, context, self._txn_call, "transaction")
+        response = pb.TxnCallResponse(payload=payload)
+        self._count(request, response, request.from_node)
+        return response
+
+    async def _serve_call(
+        self, request: Any, context: Any, serve: GroupCallHandler | None, role: str
+    ) -> bytes:
+        """A coordinator call passed on by another node, served by this node's `role`."""
+        await self._admit(request, context)
+        if serve is None:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, f"no {role} coordinator here")
+        assert serve is not None
+        try:
+            # Served for the client the calling node already checked: no check here.
+            with acting_for(request.principal or ANONYMOUS):
+                return await serve(bytes(request.payload))
+        except ValueError as exc:  # a call no node would make (group_wire.BadPayload)
+            await _refuse(context, request, str(exc))
+            raise AssertionError("unreachable") from None
 
     async def Watch(self, request: Any, context: Any) -> AsyncIterator[Any]:  # noqa: N802
         await self._admit(request, context)
@@ -286,6 +300,7 @@ def _add_servicer(servicer: LeaderServicer, server: grpc.aio.Server) -> None:
             pb.GroupCallRequest,
             pb.GroupCallResponse,
         ),
+        ("TxnCall", grpc.unary_unary_rpc_method_handler, pb.TxnCallRequest, pb.TxnCallResponse),
     ]
     handlers = {
         name: factory(
@@ -330,13 +345,14 @@ async def start_leader_server(
     group_call: GroupCallHandler | None = None,
     token: str = "",
     credentials: grpc.ServerCredentials | None = None,
+    txn_call: GroupCallHandler | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """The leader's server on host:port (0: any free port); `credentials`: mutual TLS
     (rpc_tls.RpcTls.server_credentials), None: plaintext. The server and its port."""
     server = grpc.aio.server(
         options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)],
     )
-    _add_servicer(LeaderServicer(leader, on_bytes, group_call, token), server)
+    _add_servicer(LeaderServicer(leader, on_bytes, group_call, token, txn_call), server)
     if credentials is not None:
         bound = server.add_secure_port(f"{host}:{port}", credentials)
     else:

@@ -276,6 +276,32 @@ class TxnCoordinator:
             unknown = [n for n in names if TxnState.from_kafka_name(n) is None]
         return sorted(listed, key=lambda t: t.transactional_id), unknown
 
+    def list_shards(
+        self,
+        shards: Iterable[int],
+        producer_ids: Iterable[int],
+        state_names: Iterable[str],
+        min_duration_ms: int,
+    ) -> tuple[ErrorCode, list[TxnListing]]:
+        """ListTransactions over the given shards, for the node whose clients are sent to
+        them (services/txn_routing.py): COORDINATOR_LOAD_IN_PROGRESS, with what the other
+        shards hold, while one of them is not held here yet (Kafka answers so while it
+        loads a partition)."""
+        pids, names, now = list(producer_ids), list(state_names), self._clock.wall_ms()
+        error, listed = E.none, []
+        for shard in shards:
+            host = self.hosts.get(shard)
+            if host is None or host.lost:
+                error = E.coordinator_load_in_progress
+                continue
+            listed += host.core.list_transactions(pids, names, min_duration_ms, now)[0]
+        return error, listed
+
+    @staticmethod
+    def unknown_states(state_names: Iterable[str]) -> list[str]:
+        """The state filters no transaction state has (`unknown_state_filters`)."""
+        return [n for n in state_names if TxnState.from_kafka_name(n) is None]
+
     # -- the timer -----------------------------------------------------------------------
 
     async def _run_timer(self) -> None:

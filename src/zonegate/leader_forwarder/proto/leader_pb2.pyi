@@ -148,6 +148,22 @@ class GroupCallResponse(_message.Message):
     payload: bytes
     def __init__(self, payload: _Optional[bytes] = ...) -> None: ...
 
+class TxnCallRequest(_message.Message):
+    __slots__ = ("from_node", "payload", "principal")
+    FROM_NODE_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    from_node: int
+    payload: bytes
+    principal: str
+    def __init__(self, from_node: _Optional[int] = ..., payload: _Optional[bytes] = ..., principal: _Optional[str] = ...) -> None: ...
+
+class TxnCallResponse(_message.Message):
+    __slots__ = ("payload",)
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    payload: bytes
+    def __init__(self, payload: _Optional[bytes] = ...) -> None: ...
+
 class DeleteRecordsRequest(_message.Message):
     __slots__ = ("stream_id", "offset", "from_node", "principal")
     STREAM_ID_FIELD_NUMBER: _ClassVar[int]
