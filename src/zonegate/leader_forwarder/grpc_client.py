@@ -179,6 +179,9 @@ class RemoteLeader:
                     producer_id=b.producer_id,
                     producer_epoch=b.producer_epoch,
                     base_sequence=b.base_sequence,
+                    transactional=b.transactional,
+                    control=b.control,
+                    coordinator_epoch=b.coordinator_epoch,
                 )
             )
         request = pb.AppendRequest(object_keys=list(keys), batches=msgs, from_node=self._from_node)

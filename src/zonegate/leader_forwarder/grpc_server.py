@@ -25,7 +25,12 @@ from kio.schema.errors import ErrorCode
 
 from zonegate.leader_forwarder.api import Leader, LeaderUnavailable
 from zonegate.leader_forwarder.grpc_client import TOKEN_HEADER
-from zonegate.leader_forwarder.messages import AppendBatch
+from zonegate.leader_forwarder.messages import (
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
+    CONTROL_NONE,
+    AppendBatch,
+)
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
 from zonegate.leader_forwarder.proto import leader_pb2_grpc as pb_grpc
 from zonegate.runtime.principal import ANONYMOUS, acting_for
@@ -97,12 +102,18 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         await self._admit(request, context)
         keys = list(request.object_keys)
         for b in request.batches:
-            if b.object_index >= len(keys) or b.length == 0 or b.record_count < 1:
+            if (
+                b.object_index >= len(keys)
+                or b.length == 0
+                or b.record_count < 1
+                or b.control not in (CONTROL_NONE, CONTROL_ABORT, CONTROL_COMMIT)
+            ):
                 await _refuse(
                     context,
                     request,
                     f"batch of stream {b.stream_id}: object index {b.object_index} of "
-                    f"{len(keys)}, length {b.length}, {b.record_count} records",
+                    f"{len(keys)}, length {b.length}, {b.record_count} records, "
+                    f"control {b.control}",
                 )
         batches = [
             AppendBatch(
@@ -116,6 +127,9 @@ class LeaderServicer(pb_grpc.LeaderServicer):
                 producer_id=b.producer_id,
                 producer_epoch=b.producer_epoch,
                 base_sequence=b.base_sequence,
+                transactional=b.transactional,
+                control=b.control,
+                coordinator_epoch=b.coordinator_epoch,
             )
             for b in request.batches
         ]

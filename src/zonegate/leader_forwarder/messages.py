@@ -29,6 +29,14 @@ class AppendBatch:
     producer_id: int
     producer_epoch: int
     base_sequence: int
+    # Transactions: the batch's transactional bit; a marker is a control batch (CONTROL_*)
+    # with the coordinator epoch it carries (docs/transactions.md "Markers are data").
+    transactional: bool = False
+    control: int = 0
+    coordinator_epoch: int = -1
+
+
+CONTROL_NONE, CONTROL_ABORT, CONTROL_COMMIT = 0, 1, 2
 
 
 @dataclass(frozen=True, slots=True)

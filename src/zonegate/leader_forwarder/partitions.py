@@ -29,6 +29,7 @@ from zonegate.leader_forwarder.api import LeaderUnavailable
 from zonegate.storage.index import ProducerEntry, StreamIndex, StreamStore
 from zonegate.storage.segments import SegmentSummary
 from zonegate.storage.stream_objects import is_stream_key
+from zonegate.transactions.partition_txns import AbortedTxn, PartitionTxns, ProducerTxn
 
 # Kafka's defaults of segment.ms and segment.bytes, for a leader told no topic's.
 KAFKA_SEGMENTING = (604_800_000, 1_073_741_824)
@@ -53,6 +54,9 @@ class PartitionState:
     producers: dict[int, ProducerEntry]
     summary: SegmentSummary
     tail: StreamIndex
+    # Transactions (transactions/partition_txns.py): producers' open transactions and
+    # markers' coordinator epochs, and the aborted-transaction index.
+    txns: PartitionTxns = field(default_factory=PartitionTxns)
     # Made when someone waits (a long-polling fetch, a Watch), not per partition held
     # nor per move of its high watermark: a node leading 100,000 partitions, few of
     # them read at the tail, keeps few.
@@ -136,6 +140,7 @@ class PartitionStates:
                 producers=dict(state.producers),
                 summary=SegmentSummary.of(entries, *self.segmenting(stream_id)),
                 tail=StreamIndex(entries[in_streams:]),
+                txns=_txns(state.producers.values(), state.aborted),
             )
             self._states[stream_id] = p
             fut.set_result(p)
@@ -199,3 +204,17 @@ class PartitionStates:
         self._committing = set()
         if self._committed is not None and not self._committed.done():
             self._committed.set_result(None)
+
+
+def _txns(producers: Iterable[ProducerEntry], aborted: Iterable[AbortedTxn]) -> PartitionTxns:
+    """The transaction state a commit left: producers that ever saw a marker here or
+    have a transaction open here (the others are idempotent producers only), and the
+    aborted index from the log start on."""
+    return PartitionTxns.load(
+        (
+            ProducerTxn(e.producer_id, e.epoch, e.coordinator_epoch, e.txn_first_offset)
+            for e in producers
+            if e.coordinator_epoch != -1 or e.txn_first_offset is not None
+        ),
+        aborted,
+    )

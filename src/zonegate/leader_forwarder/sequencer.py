@@ -7,6 +7,12 @@ index entries of all partitions of the cycle in one metadata-store transaction
 fenced by leader epoch. Only then does the high watermark move and do the
 callers get their offsets. While one cycle commits, the next fills: the group
 commit is the natural batching, with no timer.
+
+Transaction markers (control batches the transaction coordinator writes through the
+write path, docs/transactions.md) are checked in the same cycle against the partition's
+transaction rules (`TxnCycle`): an older producer epoch or coordinator epoch is refused,
+an abort of a transaction open here adds an aborted-index entry, and the producer's
+coordinator epoch and open transaction ride in its producer row, written whole.
 """
 
 from __future__ import annotations
@@ -14,13 +20,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kio.schema.errors import ErrorCode
 
 from zonegate.kafka_errors import OUTCOME_UNKNOWN
-from zonegate.leader_forwarder.messages import ANY_EPOCH, AppendBatch, AppendResult
-from zonegate.leader_forwarder.partitions import PartitionStates
+from zonegate.leader_forwarder.messages import (
+    ANY_EPOCH,
+    CONTROL_COMMIT,
+    CONTROL_NONE,
+    AppendBatch,
+    AppendResult,
+)
+from zonegate.leader_forwarder.partitions import PartitionState, PartitionStates
 from zonegate.metastore.models import MetaStoreUnavailable
 from zonegate.runtime.clock import Clock
 from zonegate.storage.index import (
@@ -31,6 +43,7 @@ from zonegate.storage.index import (
     StreamStore,
     UnknownStream,
 )
+from zonegate.transactions.partition_txns import TxnCycle
 
 log = logging.getLogger(__name__)
 _SEQ_MOD = 1 << 31
@@ -48,8 +61,25 @@ class _Tentative:
     """A partition's state as the current cycle would leave it, applied only after commit."""
 
     next_offset: int
+    txns: TxnCycle
     producers: dict[int, ProducerEntry] = field(default_factory=dict)
     entries: list[IndexEntry] = field(default_factory=list)
+
+    def producer_rows(self, p: PartitionState) -> tuple[ProducerEntry, ...]:
+        """The producers' rows as the cycle leaves them, written whole: each carries its
+        coordinator epoch and open transaction forward (a row without them would reset
+        them at the next commit)."""
+        rows = []
+        for e in self.producers.values():
+            txn = self.txns.producers.get(e.producer_id) or p.txns.producers.get(e.producer_id)
+            if txn is not None:
+                e = replace(
+                    e,
+                    coordinator_epoch=txn.coordinator_epoch,
+                    txn_first_offset=txn.txn_first_offset,
+                )
+            rows.append(e)
+        return tuple(rows)
 
 
 class Sequencer:
@@ -156,7 +186,8 @@ class Sequencer:
                     leader_epoch=p.leader_epoch,
                     next_offset=t.next_offset,
                     entries=tuple(t.entries),
-                    producers=tuple(t.producers.values()),
+                    producers=t.producer_rows(p),
+                    aborted=tuple(t.txns.aborted),
                 )
             )
         fenced = await self._meta.commit_appends(commits) if commits else set()
@@ -173,6 +204,7 @@ class Sequencer:
                 continue
             t = tentative[c.stream_id]
             q.producers.update(t.producers)
+            q.txns.apply(t.txns)
             q.summary.configure(*self._partitions.segmenting(c.stream_id))
             q.summary.extend(t.entries)
             q.tail.extend(t.entries)
@@ -205,7 +237,9 @@ class Sequencer:
             return AppendResult(code)
         t = tentative.get(b.stream_id)
         if t is None:
-            t = tentative[b.stream_id] = _Tentative(next_offset=p.high_watermark)
+            t = tentative[b.stream_id] = _Tentative(p.high_watermark, p.txns.cycle())
+        if b.control != CONTROL_NONE:
+            return self._marker(b, p, t, now)
         last_seq = -1
         prior: tuple[ProducerBatch, ...] = ()
         batch_last = (b.base_sequence + b.record_count - 1) % _SEQ_MOD
@@ -226,6 +260,19 @@ class Sequencer:
                 elif b.base_sequence != 0:
                     return AppendResult(ErrorCode.out_of_order_sequence_number)
         base = t.next_offset
+        if b.producer_id >= 0 and (
+            b.transactional
+            or b.producer_id in t.txns.producers
+            or b.producer_id in p.txns.producers
+        ):
+            # The transaction rules of a producer that has seen markers here: a plain
+            # batch in the middle of its open transaction, or a transactional one not
+            # verified (KIP-890 part 1; transactional produce is not taken yet), is refused.
+            error = t.txns.data_batch(
+                b.producer_id, b.producer_epoch, b.base_sequence, b.transactional, base, now
+            )
+            if error != ErrorCode.none:
+                return AppendResult(error)
         last = base + b.record_count - 1
         t.next_offset = last + 1
         t.entries.append(
@@ -236,4 +283,31 @@ class Sequencer:
                 ProducerBatch(b.base_sequence, batch_last, base, last),
             )
             t.producers[b.producer_id] = ProducerEntry(b.producer_id, b.producer_epoch, kept)
+        return AppendResult(ErrorCode.none, base, p.log_start_offset)
+
+    def _marker(self, b: AppendBatch, p: PartitionState, t: _Tentative, now: int) -> AppendResult:
+        """A commit or abort marker: checked against the producer's epoch (its idempotent
+        state's and its transaction state's) and the coordinator epoch, then indexed as a
+        one-record batch. A marker of a newer producer epoch (TV2's bump at EndTxn)
+        starts the producer's sequences over, as Kafka's producer state does."""
+        entry = t.producers.get(b.producer_id) or p.producers.get(b.producer_id)
+        if entry is not None and b.producer_epoch < entry.epoch:
+            return AppendResult(ErrorCode.invalid_producer_epoch)
+        base = t.next_offset
+        done = t.txns.marker(
+            b.producer_id,
+            b.producer_epoch,
+            b.coordinator_epoch,
+            b.control == CONTROL_COMMIT,
+            base,
+            now,
+        )
+        if done.error != ErrorCode.none:
+            return AppendResult(done.error)
+        t.next_offset = base + 1
+        t.entries.append(
+            IndexEntry(base, base, b.object_key, b.position, b.length, b.max_timestamp, now)
+        )
+        kept = entry.batches if entry is not None and entry.epoch == b.producer_epoch else ()
+        t.producers[b.producer_id] = ProducerEntry(b.producer_id, b.producer_epoch, kept)
         return AppendResult(ErrorCode.none, base, p.log_start_offset)

@@ -205,6 +205,7 @@ class ProduceService:
                         producer_id=h.producer_id,
                         producer_epoch=h.producer_epoch,
                         base_sequence=h.base_sequence,
+                        transactional=h.is_transactional,
                     )
                 )
                 owners.append(w)
