@@ -73,6 +73,8 @@ from zonegate.services.quotas import QuotaService
 from zonegate.services.read_path import ReadService
 from zonegate.services.reassignment import Reassignments
 from zonegate.services.scram import ScramService
+from zonegate.services.txn_markers import WalMarkerWriter
+from zonegate.services.txn_routing import RoutedTxns
 from zonegate.services.write_path import ProduceService
 from zonegate.services.zone_probe import ZoneProbe
 from zonegate.storage.block_cache import BlockCache
@@ -80,6 +82,7 @@ from zonegate.storage.log_cache import LogCache
 from zonegate.storage.objects import ObjectNotFound
 from zonegate.storage.reader import StreamReader
 from zonegate.storage.store_url import open_object_store
+from zonegate.txn_coordinator.role import TxnCoordinator
 from zonegate.usage.accounting import Accounting
 from zonegate.wal_s3.wal_writer import WalWriter
 
@@ -236,6 +239,26 @@ class Node:
             clock,
             owner_wait_s=config.lease_ms / 1000 + 2.0,
         )
+        # Transactions (docs/transactions.md): this node's share of the coordinator shards,
+        # markers written through its own WAL, calls passed to each shard's owner. No
+        # handler uses them yet: ApiVersions advertises no transactions until all works.
+        self.txn_coordinator = TxnCoordinator(
+            config.node_id,
+            self.incarnation,
+            self.meta,
+            WalMarkerWriter(self.catalog, self.wal, self.leader, clock),
+            self.cluster.txn_shard_owner,
+            clock,
+        )
+        self.txns = RoutedTxns(
+            self.txn_coordinator,
+            config.node_id,
+            self.cluster,
+            self.peers.client,
+            clock,
+            owner_wait_s=config.lease_ms / 1000 + 2.0,
+        )
+        self._txn_shards_due = asyncio.Event()
         self.maintenance = StorageMaintenance(
             self.led,
             self.local_leader,
@@ -453,6 +476,7 @@ class Node:
             self.groups.serve,
             token=self.peers.token,
             credentials=self.peers.tls.server_credentials() if self.peers.tls else None,
+            txn_call=self.txns.serve,
         )
         rpc = self._rpc
         await sup.start("leader RPC", None, lambda: rpc.stop(grace=1.0))
@@ -491,6 +515,20 @@ class Node:
         await sup.start("leases", self.leases.start, self.leases.stop)
         await sup.start("group coordinator", None, self.coordinator.shutdown)
         sup.run("group timers", self.coordinator.run_timers)
+        await sup.start(
+            "transaction coordinator",
+            lambda: self.txn_coordinator.start(take_shards=False),
+            self.txn_coordinator.stop,
+        )
+        # The shards this node should own, taken over (or let go) as the live nodes change;
+        # the first pass at once, in the background.
+        self._txn_shards_due.set()
+        sup.every(
+            "transaction shards",
+            self.config.heartbeat_s / 2,
+            self.txn_coordinator.rebalance,
+            wake=self._txn_shards_due,
+        )
         sup.every("usage records", self.config.usage_interval_s, self.usage.flush)
         sup.every("catalog refresh", self.config.heartbeat_s / 2, self._refresh)
         # Quotas another node changed apply here within a second or two.

@@ -85,9 +85,13 @@ class TxnCoordinator:
 
     # -- life ----------------------------------------------------------------------------
 
-    async def start(self) -> None:
+    async def start(self, *, take_shards: bool = True) -> None:
+        """Fetches a block of producer ids and starts the timer; with `take_shards`, takes
+        over this node's shards first (a node defers that to its periodic `rebalance`,
+        so that its start does not wait on a store write per shard)."""
         await self.producer_ids.ready()
-        await self.rebalance()
+        if take_shards:
+            await self.rebalance()
         self._timer = asyncio.get_running_loop().create_task(self._run_timer())
 
     async def stop(self) -> None:

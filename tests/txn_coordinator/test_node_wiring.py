@@ -1,0 +1,96 @@
+"""The transaction coordinator as a running node wires it (broker/node.py): each node takes
+over the shards `txn_shard_owner` gives it, a call made on one node is served by the
+owner over TxnCall, and a committed transaction's markers go through the owner's WAL
+and the partitions' leaders, landing as one-record control batches.
+
+Two real nodes (zones a and b) in the test's process; no Kafka client yet: the
+handlers are a later step, so the nodes' services are called directly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from tests.inprocess import start_inprocess_node
+from zonegate.broker.node import Node
+from zonegate.transactions.markers import decode_marker
+from zonegate.transactions.states import TransactionVersion
+
+pytestmark = pytest.mark.integration
+
+E = ErrorCode
+TV2 = TransactionVersion.TV_2
+
+
+def _until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not reached in {timeout} s: {what}")
+        time.sleep(0.1)
+
+
+def _owned_as_told(a: Node, b: Node) -> bool:
+    nodes = {a.config.node_id: a, b.config.node_id: b}
+    for shard in range(a.txn_coordinator.config.shards):
+        owner = a.cluster.txn_shard_owner(shard)
+        if owner != b.cluster.txn_shard_owner(shard):
+            return False
+        for n in nodes.values():
+            if (shard in n.txn_coordinator.hosts) != (n is nodes[owner]):
+                return False
+    return True
+
+
+def test_a_node_takes_its_shards_and_a_commit_writes_markers_through_the_owners_wal(
+    tmp_path: Path,
+) -> None:
+    node = start_inprocess_node(tmp_path / "data", ["--zones", "zone-a,zone-b"])
+    try:
+        a, b = node.nodes
+        _until(lambda: _owned_as_told(a, b), "every shard held by its owner alone")
+        held = [len(n.txn_coordinator.hosts) for n in (a, b)]
+        assert sum(held) == 50 and min(held) > 0, held
+        # An id whose shard node b owns, asked on node a.
+        tid = next(
+            f"app-{i}"
+            for i in range(1000)
+            if a.cluster.txn_shard_owner(a.txn_coordinator.shard_of(f"app-{i}")) == b.config.node_id
+        )
+        topic = node.call(a.catalog.create("orders", 2, {}))
+        node.call(b.catalog.refresh(force=True))
+
+        async def transaction() -> tuple[int, int]:
+            init = await a.txns.init_producer_id(tid, 60000, None)
+            assert init.error == E.none, init
+            added = await a.txns.add_partitions(
+                tid, init.producer_id, init.producer_epoch, [("orders", 0), ("orders", 1)], TV2
+            )
+            assert added.error == E.none, added
+            ended = await a.txns.end_txn(tid, init.producer_id, init.producer_epoch, True, TV2)
+            assert ended.error == E.none, ended
+            return init.producer_id, ended.producer_epoch
+
+        pid, epoch = node.call(transaction())
+
+        def completed() -> bool:
+            return b.txn_coordinator.describe(tid).state == "CompleteCommit"
+
+        _until(completed, "the commit's markers written and the transaction completed")
+        described = node.call(a.txns.describe(tid))
+        assert (described.error, described.state) == (E.none, "CompleteCommit")
+        for p in topic.partitions:
+            idx = node.call(a.leader.read_index(p.stream_id, 0, 1 << 20))
+            assert idx.high_watermark == 1, "the marker took one offset"
+            e = idx.entries[0]
+            data = node.call(a.store.get_range(e.object_key, e.position, e.length))
+            m = decode_marker(data)
+            assert (m.commit, m.producer_id, m.producer_epoch) == (True, pid, epoch)
+            assert e.object_key.startswith(f"wal/{b.config.node_id}/"), "b's own WAL"
+    finally:
+        node.stop()
