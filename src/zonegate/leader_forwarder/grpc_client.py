@@ -182,6 +182,8 @@ class RemoteLeader:
                     transactional=b.transactional,
                     control=b.control,
                     coordinator_epoch=b.coordinator_epoch,
+                    transactional_id=b.transactional_id,
+                    produce_version=b.produce_version,
                 )
             )
         request = pb.AppendRequest(object_keys=list(keys), batches=msgs, from_node=self._from_node)

@@ -130,6 +130,8 @@ class LeaderServicer(pb_grpc.LeaderServicer):
                 transactional=b.transactional,
                 control=b.control,
                 coordinator_epoch=b.coordinator_epoch,
+                transactional_id=b.transactional_id,
+                produce_version=b.produce_version,
             )
             for b in request.batches
         ]

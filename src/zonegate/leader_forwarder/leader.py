@@ -4,8 +4,9 @@ leader directory hold.
 Each idea lives in a module of its own, over the partitions' state
 (partitions.py: loaded once, dropped when a partition moves):
 
-- sequencer.py: appends get offsets, checked for idempotence and leader
-  epochs, group-committed in one transaction fenced by leader epoch;
+- sequencer.py: appends get offsets, checked for idempotence, leader epochs and
+  the partition's transaction rules, group-committed in one transaction fenced by
+  leader epoch (txn_verify.py: KIP-890's verification before the cycle);
 - index_reads.py: entries by offset and by time, offsets, high-watermark
   watches;
 - log_changes.py: the log start moved (DeleteRecords, retention) and entries
@@ -26,8 +27,11 @@ from zonegate.leader_forwarder.log_changes import LogChanges
 from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
 from zonegate.leader_forwarder.partitions import PartitionStates
 from zonegate.leader_forwarder.sequencer import Sequencer
+from zonegate.leader_forwarder.txn_verify import TxnCoordinators, TxnVerifier
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.storage.index import IndexEntry, StreamStore
+from zonegate.transactions.metadata import TopicPartition
+from zonegate.transactions.partition_txns import PartitionTxns
 
 
 class LeaderService:
@@ -45,6 +49,15 @@ class LeaderService:
         self._sequencer = Sequencer(self._partitions, metastore, clock)
         self._reads = IndexReads(self._partitions, metastore)
         self._changes = LogChanges(self._partitions, metastore)
+
+    def use_transactions(
+        self,
+        coordinators: TxnCoordinators,
+        partition_of: Callable[[int], TopicPartition | None],
+    ) -> None:
+        """The transaction coordinators a transaction's first batch at a partition is
+        verified with (txn_verify.py); `partition_of`: stream id -> (topic, partition)."""
+        self._sequencer.verifier = TxnVerifier(self._partitions, coordinators, partition_of)
 
     @property
     def commit_cycles(self) -> int:
@@ -78,6 +91,11 @@ class LeaderService:
         """Bytes of the stored batches of one led partition, from its segments' summary
         (loaded from the store if not held; UnknownStream if it has none)."""
         return (await self._partitions.get(stream_id)).summary.total_bytes
+
+    async def transactions(self, stream_id: int) -> PartitionTxns:
+        """The partition's transaction state as committed (open transactions, the last
+        stable offset, the aborted index): DescribeProducers and read_committed reads."""
+        return (await self._partitions.get(stream_id)).txns
 
     # -- appends (sequencer.py) ------------------------------------------------
     async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]:

@@ -34,6 +34,10 @@ class AppendBatch:
     transactional: bool = False
     control: int = 0
     coordinator_epoch: int = -1
+    # A transactional data batch: its producer's transactional id and the Produce version
+    # (KIP-890's verification at the leader; v12 on, the implicit add of TV2).
+    transactional_id: str = ""
+    produce_version: int = -1
 
 
 CONTROL_NONE, CONTROL_ABORT, CONTROL_COMMIT = 0, 1, 2

@@ -33,6 +33,7 @@ from zonegate.leader_forwarder.messages import (
     AppendResult,
 )
 from zonegate.leader_forwarder.partitions import PartitionState, PartitionStates
+from zonegate.leader_forwarder.txn_verify import TxnVerifier
 from zonegate.metastore.models import MetaStoreUnavailable
 from zonegate.runtime.clock import Clock
 from zonegate.storage.index import (
@@ -49,7 +50,10 @@ log = logging.getLogger(__name__)
 _SEQ_MOD = 1 << 31
 _PRODUCER_BATCHES_KEPT = 5
 
-_Cycle = list[tuple[Sequence[AppendBatch], asyncio.Future[list[AppendResult]]]]
+# Per append: its batches; the guards of their verifications and the errors of those the
+# transaction coordinator refused, by the batch's index (txn_verify.py); its answer.
+_Checked = tuple[dict[int, int], dict[int, ErrorCode]]
+_Cycle = list[tuple[Sequence[AppendBatch], _Checked, asyncio.Future[list[AppendResult]]]]
 
 
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
@@ -94,6 +98,9 @@ class Sequencer:
         # Partitions' commits refused by the store because their leader epoch moved (a
         # move, a cut-off zone's leader deposed: docs/leader-protocol.md).
         self.fenced_commits = 0
+        # KIP-890's verification of transactions' first batches; with no coordinators
+        # (until the node wires them) such a batch is refused.
+        self.verifier = TxnVerifier(partitions, None, lambda stream_id: None)
 
     async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]:
         """Each batch's offset or error. With the metadata store out of reach, batches
@@ -139,8 +146,9 @@ class Sequencer:
                 else next(answers)
                 for b in batches
             ]
+        checked = await self.verifier.verify(batches, self._clock.wall_ms())
         fut: asyncio.Future[list[AppendResult]] = asyncio.get_running_loop().create_future()
-        self._queue.append((batches, fut))
+        self._queue.append((batches, checked, fut))
         if self._committer is None or self._committer.done():
             self._committer = asyncio.get_running_loop().create_task(self._commit_loop())
         return await fut
@@ -148,7 +156,9 @@ class Sequencer:
     async def _commit_loop(self) -> None:
         while self._queue:
             cycle, self._queue = self._queue, []
-            self._partitions.commit_started({b.stream_id for batches, _ in cycle for b in batches})
+            self._partitions.commit_started(
+                {b.stream_id for batches, _, _ in cycle for b in batches}
+            )
             try:
                 await self._commit_cycle(cycle)
             except Exception as exc:
@@ -162,7 +172,7 @@ class Sequencer:
                 # and answer REQUEST_TIMED_OUT, the outcome unknown, not an error that
                 # says nothing was written (directory.py).
                 self._partitions.forget(self._partitions.committing)
-                for batches, fut in cycle:
+                for batches, _, fut in cycle:
                     if not fut.done():
                         fut.set_result([AppendResult(OUTCOME_UNKNOWN)] * len(batches))
             finally:
@@ -172,8 +182,15 @@ class Sequencer:
         tentative: dict[int, _Tentative] = {}
         results: list[list[AppendResult]] = []
         now = self._clock.wall_ms()  # every entry of the cycle is appended at once
-        for batches, _ in cycle:
-            results.append([self._sequence(b, tentative, now) for b in batches])
+        for batches, (guards, refused), _ in cycle:
+            results.append(
+                [
+                    AppendResult(refused[i])
+                    if i in refused
+                    else self._sequence(b, tentative, now, guards.get(i))
+                    for i, b in enumerate(batches)
+                ]
+            )
         commits = []
         for sid, t in tentative.items():
             if not t.entries:
@@ -214,7 +231,7 @@ class Sequencer:
             self.fenced_commits += len(fenced)
             log.warning("appends to streams %s fenced: leader epoch moved", sorted(fenced))
             self._partitions.forget(fenced)
-        for (batches, fut), res in zip(cycle, results, strict=True):
+        for (batches, _, fut), res in zip(cycle, results, strict=True):
             if fut.done():
                 continue
             fut.set_result(
@@ -224,7 +241,9 @@ class Sequencer:
                 ]
             )
 
-    def _sequence(self, b: AppendBatch, tentative: dict[int, _Tentative], now: int) -> AppendResult:
+    def _sequence(
+        self, b: AppendBatch, tentative: dict[int, _Tentative], now: int, guard: int | None
+    ) -> AppendResult:
         p = self._partitions.cached(b.stream_id)
         if p is None:
             return AppendResult(ErrorCode.not_leader_or_follower)
@@ -265,11 +284,11 @@ class Sequencer:
             or b.producer_id in t.txns.producers
             or b.producer_id in p.txns.producers
         ):
-            # The transaction rules of a producer that has seen markers here: a plain
-            # batch in the middle of its open transaction, or a transactional one not
-            # verified (KIP-890 part 1; transactional produce is not taken yet), is refused.
+            # The transaction rules: a plain batch in the middle of its producer's open
+            # transaction is refused, and a transactional one that would open a
+            # transaction here is taken only with its verification's guard (KIP-890).
             error = t.txns.data_batch(
-                b.producer_id, b.producer_epoch, b.base_sequence, b.transactional, base, now
+                b.producer_id, b.producer_epoch, b.base_sequence, b.transactional, base, now, guard
             )
             if error != ErrorCode.none:
                 return AppendResult(error)

@@ -19,7 +19,7 @@ MAX_TIMESTAMP: ReadMode
 WATERMARKS: ReadMode
 
 class BatchSummary(_message.Message):
-    __slots__ = ("stream_id", "leader_epoch", "object_index", "position", "length", "record_count", "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "transactional", "control", "coordinator_epoch")
+    __slots__ = ("stream_id", "leader_epoch", "object_index", "position", "length", "record_count", "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "transactional", "control", "coordinator_epoch", "transactional_id", "produce_version")
     STREAM_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     OBJECT_INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -33,6 +33,8 @@ class BatchSummary(_message.Message):
     TRANSACTIONAL_FIELD_NUMBER: _ClassVar[int]
     CONTROL_FIELD_NUMBER: _ClassVar[int]
     COORDINATOR_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
+    PRODUCE_VERSION_FIELD_NUMBER: _ClassVar[int]
     stream_id: int
     leader_epoch: int
     object_index: int
@@ -46,7 +48,9 @@ class BatchSummary(_message.Message):
     transactional: bool
     control: int
     coordinator_epoch: int
-    def __init__(self, stream_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., object_index: _Optional[int] = ..., position: _Optional[int] = ..., length: _Optional[int] = ..., record_count: _Optional[int] = ..., max_timestamp: _Optional[int] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., base_sequence: _Optional[int] = ..., transactional: _Optional[bool] = ..., control: _Optional[int] = ..., coordinator_epoch: _Optional[int] = ...) -> None: ...
+    transactional_id: str
+    produce_version: int
+    def __init__(self, stream_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., object_index: _Optional[int] = ..., position: _Optional[int] = ..., length: _Optional[int] = ..., record_count: _Optional[int] = ..., max_timestamp: _Optional[int] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., base_sequence: _Optional[int] = ..., transactional: _Optional[bool] = ..., control: _Optional[int] = ..., coordinator_epoch: _Optional[int] = ..., transactional_id: _Optional[str] = ..., produce_version: _Optional[int] = ...) -> None: ...
 
 class AppendRequest(_message.Message):
     __slots__ = ("object_keys", "batches", "from_node")
