@@ -41,7 +41,17 @@ class LeaderUnavailable(Exception):
 class Leader(Protocol):
     async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]: ...
 
-    async def read_index(self, stream_id: int, offset: int, max_bytes: int) -> ReadIndexResult: ...
+    async def read_index(
+        self, stream_id: int, offset: int, max_bytes: int, read_committed: bool = False
+    ) -> ReadIndexResult:
+        """Entries from the one holding `offset`; with `read_committed`, only those below
+        the last stable offset, and the aborted transactions of the range answered."""
+        ...
+
+    async def stable_offset(self, stream_id: int) -> int:
+        """The last stable offset: the first offset of the earliest open transaction, else
+        the high watermark (ListOffsets LATEST under read_committed)."""
+        ...
 
     async def offsets(self, stream_id: int) -> tuple[int, int, int]:
         """(log start offset, high watermark, leader epoch)."""

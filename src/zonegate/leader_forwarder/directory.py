@@ -224,8 +224,15 @@ class LeaderDirectory:
             delay = min(delay * 2, 0.5)
             await self._refresh()
 
-    async def read_index(self, stream_id: int, offset: int, max_bytes: int) -> ReadIndexResult:
-        return await self._read(stream_id, lambda ld: ld.read_index(stream_id, offset, max_bytes))
+    async def read_index(
+        self, stream_id: int, offset: int, max_bytes: int, read_committed: bool = False
+    ) -> ReadIndexResult:
+        return await self._read(
+            stream_id, lambda ld: ld.read_index(stream_id, offset, max_bytes, read_committed)
+        )
+
+    async def stable_offset(self, stream_id: int) -> int:
+        return await self._read(stream_id, lambda ld: ld.stable_offset(stream_id))
 
     async def offsets(self, stream_id: int) -> tuple[int, int, int]:
         return await self._read(stream_id, lambda ld: ld.offsets(stream_id))

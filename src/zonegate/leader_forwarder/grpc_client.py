@@ -211,9 +211,15 @@ class RemoteLeader:
             raise LeaderUnavailable(f"leader {self.target}: stream {request.stream_id} not led")
         return response
 
-    async def read_index(self, stream_id: int, offset: int, max_bytes: int) -> ReadIndexResult:
+    async def read_index(
+        self, stream_id: int, offset: int, max_bytes: int, read_committed: bool = False
+    ) -> ReadIndexResult:
         r = await self._read(
-            stream_id=stream_id, mode=pb.FROM_OFFSET, offset=offset, max_bytes=max_bytes
+            stream_id=stream_id,
+            mode=pb.FROM_OFFSET,
+            offset=offset,
+            max_bytes=max_bytes,
+            read_committed=read_committed,
         )
         return ReadIndexResult(
             ErrorCode(r.error_code),
@@ -221,7 +227,13 @@ class RemoteLeader:
             r.high_watermark,
             r.log_start_offset,
             r.leader_epoch,
+            r.last_stable_offset,
+            tuple((a.producer_id, a.first_offset) for a in r.aborted),
         )
+
+    async def stable_offset(self, stream_id: int) -> int:
+        r = await self._read(stream_id=stream_id, mode=pb.WATERMARKS)
+        return int(r.last_stable_offset)
 
     async def offsets(self, stream_id: int) -> tuple[int, int, int]:
         r = await self._read(stream_id=stream_id, mode=pb.WATERMARKS)

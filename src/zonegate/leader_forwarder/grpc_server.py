@@ -154,17 +154,21 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         leader = self._leader
         sid = request.stream_id
         entries: list[IndexEntry] = []
+        aborted: tuple[tuple[int, int], ...] = ()
         error = ErrorCode.none
         try:
             if request.mode == pb.FROM_OFFSET:
-                res = await leader.read_index(sid, request.offset, max(request.max_bytes, 1))
-                entries, error = list(res.entries), res.error
+                res = await leader.read_index(
+                    sid, request.offset, max(request.max_bytes, 1), request.read_committed
+                )
+                entries, error, aborted = list(res.entries), res.error, res.aborted
             elif request.mode == pb.FROM_TIMESTAMP:
                 entries = (await leader.entries_from_timestamp(sid, request.timestamp))[:64]
             elif request.mode == pb.MAX_TIMESTAMP:
                 best = await leader.max_timestamp_entry(sid)
                 entries = [best] if best is not None else []
             start, hwm, epoch = await leader.offsets(sid)
+            stable = await leader.stable_offset(sid)
         except (UnknownStream, LeaderUnavailable) as exc:
             # Deleted meanwhile; or not led here (moved, or not yet known here to have
             # moved here): the caller refreshes its view and asks again.
@@ -184,6 +188,8 @@ class LeaderServicer(pb_grpc.LeaderServicer):
             high_watermark=hwm,
             log_start_offset=start,
             leader_epoch=epoch,
+            last_stable_offset=stable,
+            aborted=[pb.AbortedRange(producer_id=p, first_offset=f) for p, f in aborted],
         )
         self._count(request, response, request.from_node)
         return response

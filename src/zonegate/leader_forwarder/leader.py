@@ -102,8 +102,13 @@ class LeaderService:
         return await self._sequencer.append(batches)
 
     # -- reads (index_reads.py) --------------------------------------------------
-    async def read_index(self, stream_id: int, offset: int, max_bytes: int) -> ReadIndexResult:
-        return await self._reads.read_index(stream_id, offset, max_bytes)
+    async def read_index(
+        self, stream_id: int, offset: int, max_bytes: int, read_committed: bool = False
+    ) -> ReadIndexResult:
+        return await self._reads.read_index(stream_id, offset, max_bytes, read_committed)
+
+    async def stable_offset(self, stream_id: int) -> int:
+        return await self._reads.stable_offset(stream_id)
 
     async def offsets(self, stream_id: int) -> tuple[int, int, int]:
         """(log start offset, high watermark, leader epoch)."""

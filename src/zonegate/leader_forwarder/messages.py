@@ -57,3 +57,8 @@ class ReadIndexResult:
     high_watermark: int
     log_start_offset: int
     leader_epoch: int
+    # The last stable offset (transactions: docs/transactions.md), and for a
+    # read_committed read the aborted transactions of the range answered, as
+    # (producer id, first offset).
+    last_stable_offset: int = -1
+    aborted: tuple[tuple[int, int], ...] = ()

@@ -361,6 +361,11 @@ class FetchedPartition:
     log_start_offset: int = -1
     leader_epoch: int = 0
     records: bytes = b""
+    # Transactions: the last stable offset (-1: the high watermark's), and for a
+    # read_committed fetch the aborted transactions of the range, (producer id, first
+    # offset), which clients skip.
+    last_stable_offset: int = -1
+    aborted_transactions: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,16 +385,27 @@ class ReadPath(Protocol):
         max_bytes: int,
         min_bytes: int,
         max_wait_s: float,
+        read_committed: bool = False,
     ) -> list[FetchedPartition]:
         """Kafka's Fetch: waits (no polling) until `min_bytes` are there or `max_wait_s`
         passes; `max_bytes` for the answer, each partition's own limit, and the first
-        batch always whole. Batches come with base offset and leader epoch patched."""
+        batch always whole. Batches come with base offset and leader epoch patched.
+        `read_committed`: nothing at or past the last stable offset, and the aborted
+        transactions of the range answered."""
         ...
 
     async def list_offset(
-        self, topic: str, partition: int, timestamp: int, *, max_timestamp_allowed: bool
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        *,
+        max_timestamp_allowed: bool,
+        read_committed: bool = False,
     ) -> OffsetAnswer:
-        """ListOffsets v1+: latest (-1), earliest (-2), max timestamp (-3), by time."""
+        """ListOffsets v1+: latest (-1), earliest (-2), max timestamp (-3), by time; under
+        `read_committed` (v2+) latest is the last stable offset and no offset at or past
+        it is answered, as Kafka."""
         ...
 
     async def legacy_offsets(

@@ -79,20 +79,22 @@ class AppendResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[BatchResult, _Mapping]]] = ...) -> None: ...
 
 class ReadIndexRequest(_message.Message):
-    __slots__ = ("stream_id", "mode", "offset", "timestamp", "max_bytes", "from_node")
+    __slots__ = ("stream_id", "mode", "offset", "timestamp", "max_bytes", "from_node", "read_committed")
     STREAM_ID_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
     FROM_NODE_FIELD_NUMBER: _ClassVar[int]
+    READ_COMMITTED_FIELD_NUMBER: _ClassVar[int]
     stream_id: int
     mode: ReadMode
     offset: int
     timestamp: int
     max_bytes: int
     from_node: int
-    def __init__(self, stream_id: _Optional[int] = ..., mode: _Optional[_Union[ReadMode, str]] = ..., offset: _Optional[int] = ..., timestamp: _Optional[int] = ..., max_bytes: _Optional[int] = ..., from_node: _Optional[int] = ...) -> None: ...
+    read_committed: bool
+    def __init__(self, stream_id: _Optional[int] = ..., mode: _Optional[_Union[ReadMode, str]] = ..., offset: _Optional[int] = ..., timestamp: _Optional[int] = ..., max_bytes: _Optional[int] = ..., from_node: _Optional[int] = ..., read_committed: _Optional[bool] = ...) -> None: ...
 
 class IndexEntry(_message.Message):
     __slots__ = ("base_offset", "last_offset", "object_key", "position", "length", "max_timestamp", "append_ms")
@@ -113,18 +115,30 @@ class IndexEntry(_message.Message):
     def __init__(self, base_offset: _Optional[int] = ..., last_offset: _Optional[int] = ..., object_key: _Optional[str] = ..., position: _Optional[int] = ..., length: _Optional[int] = ..., max_timestamp: _Optional[int] = ..., append_ms: _Optional[int] = ...) -> None: ...
 
 class ReadIndexResponse(_message.Message):
-    __slots__ = ("error_code", "entries", "high_watermark", "log_start_offset", "leader_epoch")
+    __slots__ = ("error_code", "entries", "high_watermark", "log_start_offset", "leader_epoch", "last_stable_offset", "aborted")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
     LOG_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    LAST_STABLE_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    ABORTED_FIELD_NUMBER: _ClassVar[int]
     error_code: int
     entries: _containers.RepeatedCompositeFieldContainer[IndexEntry]
     high_watermark: int
     log_start_offset: int
     leader_epoch: int
-    def __init__(self, error_code: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[IndexEntry, _Mapping]]] = ..., high_watermark: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., leader_epoch: _Optional[int] = ...) -> None: ...
+    last_stable_offset: int
+    aborted: _containers.RepeatedCompositeFieldContainer[AbortedRange]
+    def __init__(self, error_code: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[IndexEntry, _Mapping]]] = ..., high_watermark: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., last_stable_offset: _Optional[int] = ..., aborted: _Optional[_Iterable[_Union[AbortedRange, _Mapping]]] = ...) -> None: ...
+
+class AbortedRange(_message.Message):
+    __slots__ = ("producer_id", "first_offset")
+    PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    FIRST_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    producer_id: int
+    first_offset: int
+    def __init__(self, producer_id: _Optional[int] = ..., first_offset: _Optional[int] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
     __slots__ = ("stream_ids", "from_node")
