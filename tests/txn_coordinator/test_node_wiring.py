@@ -1,7 +1,8 @@
-"""The transaction coordinator as a running node wires it (broker/node.py): each node takes
-over the shards `txn_shard_owner` gives it, a call made on one node is served by the
-owner over TxnCall, and a committed transaction's markers go through the owner's WAL
-and the partitions' leaders, landing as one-record control batches.
+"""The transaction coordinator as a running node wires it (broker/node.py), with Kafka's
+transaction settings honoured: each node takes over the shards `txn_shard_owner` gives
+it, a call made on one node is served by the owner over TxnCall, and a committed
+transaction's markers go through the owner's WAL and the partitions' leaders, landing as
+one-record control batches.
 
 Two real nodes (zones a and b) in the test's process; no Kafka client yet: the
 handlers are a later step, so the nodes' services are called directly.
@@ -50,12 +51,21 @@ def _owned_as_told(a: Node, b: Node) -> bool:
 def test_a_node_takes_its_shards_and_a_commit_writes_markers_through_the_owners_wal(
     tmp_path: Path,
 ) -> None:
-    node = start_inprocess_node(tmp_path / "data", ["--zones", "zone-a,zone-b"])
+    node = start_inprocess_node(
+        tmp_path / "data",
+        [
+            "--zones", "zone-a,zone-b",
+            "--transaction-state-log-num-partitions", "7",
+            "--transaction-max-timeout-ms", "90000",
+            "--transaction-abort-timed-out-transaction-cleanup-interval-ms", "2000",
+        ],
+    )  # fmt: skip
     try:
         a, b = node.nodes
         _until(lambda: _owned_as_told(a, b), "every shard held by its owner alone")
         held = [len(n.txn_coordinator.hosts) for n in (a, b)]
-        assert sum(held) == 50 and min(held) > 0, held
+        assert sum(held) == 7 and min(held) > 0, held
+        assert a.txn_coordinator.config.abort_interval_ms == 2000
         # An id whose shard node b owns, asked on node a.
         tid = next(
             f"app-{i}"
@@ -66,6 +76,9 @@ def test_a_node_takes_its_shards_and_a_commit_writes_markers_through_the_owners_
         node.call(b.catalog.refresh(force=True))
 
         async def transaction() -> tuple[int, int]:
+            # transaction.max.timeout.ms caps what a producer may ask for.
+            too_long = await a.txns.init_producer_id(tid, 90001, None)
+            assert too_long.error == E.invalid_transaction_timeout, too_long
             init = await a.txns.init_producer_id(tid, 60000, None)
             assert init.error == E.none, init
             added = await a.txns.add_partitions(

@@ -72,6 +72,16 @@ class NodeConfig:
     group_initial_rebalance_delay_ms: int = _d("group_initial_rebalance_delay_ms")
     group_consumer_heartbeat_interval_ms: int = _d("group_consumer_heartbeat_interval_ms")
     group_consumer_session_timeout_ms: int = _d("group_consumer_session_timeout_ms")
+    # The transaction coordinator (txn_settings.py, docs/transactions.md).
+    transaction_max_timeout_ms: int = _d("transaction_max_timeout_ms")
+    transactional_id_expiration_ms: int = _d("transactional_id_expiration_ms")
+    transaction_state_log_num_partitions: int = _d("transaction_state_log_num_partitions")
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = _d(
+        "transaction_abort_timed_out_transaction_cleanup_interval_ms"
+    )
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = _d(
+        "transaction_remove_expired_transaction_cleanup_interval_ms"
+    )
     # The object-store scheduler (docs/qos.md): its settings' defaults.
     qos: QosSettings = field(default_factory=QosSettings)
     qos_tail_window_ms: int = _d("qos_tail_window_ms")

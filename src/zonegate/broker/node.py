@@ -82,7 +82,8 @@ from zonegate.storage.log_cache import LogCache
 from zonegate.storage.objects import ObjectNotFound
 from zonegate.storage.reader import StreamReader
 from zonegate.storage.store_url import open_object_store
-from zonegate.txn_coordinator.role import TxnCoordinator
+from zonegate.transactions.coordinator_core import CoordinatorConfig
+from zonegate.txn_coordinator.role import TxnCoordinator, TxnCoordinatorConfig
 from zonegate.usage.accounting import Accounting
 from zonegate.wal_s3.wal_writer import WalWriter
 
@@ -249,6 +250,15 @@ class Node:
             WalMarkerWriter(self.catalog, self.wal, self.leader, clock),
             self.cluster.txn_shard_owner,
             clock,
+            TxnCoordinatorConfig(
+                shards=config.transaction_state_log_num_partitions,
+                core=CoordinatorConfig(
+                    max_timeout_ms=config.transaction_max_timeout_ms,
+                    id_expiration_ms=config.transactional_id_expiration_ms,
+                ),
+                abort_interval_ms=config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+                expire_interval_ms=config.transaction_remove_expired_transaction_cleanup_interval_ms,
+            ),
         )
         self.txns = RoutedTxns(
             self.txn_coordinator,
