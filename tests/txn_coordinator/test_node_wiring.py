@@ -15,12 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from kio.schema.errors import ErrorCode
 
 from tests.inprocess import start_inprocess_node
 from zonegate.broker.node import Node
+from zonegate.coordinator.service import OffsetToCommit
 from zonegate.transactions.markers import decode_marker
-from zonegate.transactions.states import TransactionVersion
+from zonegate.transactions.states import TransactionVersion, shard_for
 
 pytestmark = pytest.mark.integration
 
@@ -105,5 +107,91 @@ def test_a_node_takes_its_shards_and_a_commit_writes_markers_through_the_owners_
             m = decode_marker(data)
             assert (m.commit, m.producer_id, m.producer_epoch) == (True, pid, epoch)
             assert e.object_key.startswith(f"wal/{b.config.node_id}/"), "b's own WAL"
+    finally:
+        node.stop()
+
+
+def test_a_read_committed_consumer_waits_out_an_offset_pending_in_a_transaction(
+    tmp_path: Path,
+) -> None:
+    """OffsetFetch's require_stable (KIP-447), as librdkafka sends it under
+    isolation.level=read_committed: UNSTABLE_OFFSET_COMMIT (which it retries) while the
+    group's offset is pending in a transaction; the offset once the transaction commits.
+    The offset is committed through the node's group service (no TxnOffsetCommit
+    handler yet), its completion as the coordinator role writes it."""
+    node = start_inprocess_node(tmp_path / "data")
+    try:
+        a = node.nodes[0]
+        node.call(a.catalog.create("orders", 1, {}))
+        errors = node.call(
+            a.groups.txn_commit_offsets(
+                "billing", 77, shard_for("billing", 50), -1, "", None,
+                [OffsetToCommit("orders", 0, 7, -1, None)],
+            )
+        )  # fmt: skip
+        assert errors == [E.none]
+
+        def committed(isolation: str, timeout: float) -> int:
+            c = Consumer(
+                {
+                    "bootstrap.servers": node.bootstrap,
+                    "group.id": "billing",
+                    "isolation.level": isolation,
+                    "enable.auto.commit": False,
+                }
+            )
+            try:
+                (tp,) = c.committed([TopicPartition("orders", 0)], timeout=timeout)
+                return int(tp.offset)
+            finally:
+                c.close()
+
+        # read_uncommitted does not ask for stable offsets: none committed yet.
+        assert committed("read_uncommitted", 20) < 0
+        with pytest.raises(KafkaException):
+            committed("read_committed", 3)  # UNSTABLE_OFFSET_COMMIT until it gives up
+        node.call(a.meta.complete_txn_offsets(shard_for("billing", 50), 77, True))
+        assert committed("read_committed", 20) == 7
+    finally:
+        node.stop()
+
+
+def test_a_stopped_nodes_shards_move_to_the_live_node_with_their_transactions(
+    tmp_path: Path,
+) -> None:
+    """A node that stops hands its shards over: the other takes them over by epoch at its
+    next rebalance and loads their transactions, which it then serves."""
+    node = start_inprocess_node(
+        tmp_path / "data",
+        ["--zones", "zone-a,zone-b", "--transaction-state-log-num-partitions", "7"],
+    )
+    try:
+        a, b = node.nodes
+        _until(lambda: _owned_as_told(a, b), "every shard held by its owner alone")
+        tid = next(
+            f"app-{i}"
+            for i in range(1000)
+            if a.cluster.txn_shard_owner(a.txn_coordinator.shard_of(f"app-{i}")) == b.config.node_id
+        )
+        node.call(a.catalog.create("orders", 1, {}))
+
+        async def begin() -> int:
+            init = await a.txns.init_producer_id(tid, 60000, None)
+            added = await a.txns.add_partitions(
+                tid, init.producer_id, init.producer_epoch, [("orders", 0)], TV2
+            )
+            assert added.error == E.none, added
+            return init.producer_id
+
+        pid = node.call(begin())
+        shard = a.txn_coordinator.shard_of(tid)
+        epoch = b.txn_coordinator.hosts[shard].epoch
+        node.call(b.stop())
+        _until(lambda: len(a.txn_coordinator.hosts) == 7, "the stopped node's shards taken over")
+        assert a.txn_coordinator.hosts[shard].epoch > epoch
+        described = node.call(a.txns.describe(tid))
+        assert (described.error, described.state, described.producer_id) == (
+            E.none, "Ongoing", pid,
+        )  # fmt: skip
     finally:
         node.stop()

@@ -467,6 +467,11 @@ class Groups(Protocol):
         member_epoch: int = -1,
     ) -> tuple[ErrorCode, list[CommittedOffset]]: ...
 
+    async def pending_offsets(self, group_id: str) -> list[tuple[str, int]]:
+        """The group's partitions with an offset pending in an open transaction (OffsetFetch
+        with require_stable answers UNSTABLE_OFFSET_COMMIT for them)."""
+        ...
+
     async def delete_offsets(
         self, group_id: str, partitions: Sequence[tuple[str, int]]
     ) -> tuple[ErrorCode, list[ErrorCode]]: ...

@@ -238,6 +238,11 @@ class RoutedGroups:
         )
         return error, list(offsets)
 
+    async def pending_offsets(self, group_id: str) -> list[tuple[str, int]]:
+        # Read from the metadata store, which every node shares: the coordinator's memory
+        # holds none of it (the transaction's marker moves the rows, on another node).
+        return await self._coord.pending.pending_offsets(group_id)
+
     async def delete_offsets(
         self, group_id: str, partitions: Sequence[tuple[str, int]]
     ) -> tuple[ErrorCode, list[ErrorCode]]:
