@@ -21,6 +21,7 @@ from kio.schema.errors import ErrorCode
 
 from tests.storage.fakes import MemoryStore
 from tests.txn_coordinator.test_role import CONFIG, until
+from zonegate.broker.txn_metrics import txn_metrics
 from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.leader_forwarder.messages import ANY_EPOCH, AppendBatch
 from zonegate.metastore.models import TopicInfo
@@ -108,6 +109,18 @@ def test_a_transactions_first_batch_needs_its_coordinators_yes(tmp_path: Path) -
             ].error == E.invalid_txn_state
             state = await leader.transactions(s0)
             assert state.last_stable_offset(4) == 1, "held at the transaction's first offset"
+            # What the node's metrics show of it: one open transaction, its age, the lag.
+            assert leader.lso_lags() == {s0: 3}
+            await clock.advance(5.0)
+            metrics = {
+                f.name: [(s.labels, s.value) for s in f.samples]
+                for f in txn_metrics(role, leader.lso_lags(), catalog.of, "1", clock.wall_ms())
+            }
+            assert metrics["zonegate_txn_open_transactions"] == [({"node": "1"}, 1)]
+            assert metrics["zonegate_txn_oldest_open_seconds"] == [({"node": "1"}, 5.0)]
+            assert metrics["zonegate_lso_lag_offsets"] == [
+                ({"node": "1", "topic": "t", "partition": "0"}, 3)
+            ]
             # Aborted: the marker lands through the WAL, the LSO moves past it, and the
             # aborted index names the transaction's range.
             assert (await txns.end_txn(TID, pid, epoch, False, TV0)).error == E.none
@@ -116,6 +129,7 @@ def test_a_transactions_first_batch_needs_its_coordinators_yes(tmp_path: Path) -
             assert state.open_transactions() == []
             assert state.aborted == [AbortedTxn(pid, 1, 4, 5)]
             assert (await leader.offsets(s0))[1] == 5
+            assert leader.lso_lags() == {} and role.open_transactions() == (0, None)
             # A stale verification cannot open a transaction the coordinator ended: the
             # partition is no longer in it.
             late = await leader.append([_txn(s0, pid, epoch, 4, 11)])

@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from kio.schema.errors import ErrorCode
 
 from tests.inprocess import start_inprocess_node
+from zonegate.broker.metrics import node_registry
 from zonegate.broker.node import Node
 from zonegate.coordinator.service import OffsetToCommit
 from zonegate.transactions.markers import decode_marker
@@ -189,6 +190,9 @@ def test_a_stopped_nodes_shards_move_to_the_live_node_with_their_transactions(
         node.call(b.stop())
         _until(lambda: len(a.txn_coordinator.hosts) == 7, "the stopped node's shards taken over")
         assert a.txn_coordinator.hosts[shard].epoch > epoch
+        metrics = {f.name: [s.value for s in f.samples] for f in node_registry(a).collect()}
+        assert metrics["zonegate_txn_shards_held"] == [7]
+        assert metrics["zonegate_txn_open_transactions"] == [1]
         described = node.call(a.txns.describe(tid))
         assert (described.error, described.state, described.producer_id) == (
             E.none, "Ongoing", pid,

@@ -269,7 +269,7 @@ class Node:
             owner_wait_s=config.lease_ms / 1000 + 2.0,
         )
         # KIP-890: a transaction's first batch at a led partition is verified with them.
-        self.local_leader.use_transactions(self.txns, self._topic_partition)
+        self.local_leader.use_transactions(self.txns, self.topic_partition)
         self._txn_shards_due = asyncio.Event()
         self.maintenance = StorageMaintenance(
             self.led,
@@ -444,7 +444,7 @@ class Node:
     async def _release_lock(self) -> None:
         self.lock.release()
 
-    def _topic_partition(self, stream_id: int) -> tuple[str, int] | None:
+    def topic_partition(self, stream_id: int) -> tuple[str, int] | None:
         p = self.catalog.by_stream(stream_id)
         return None if p is None else (p.topic, p.partition)
 

@@ -83,6 +83,10 @@ class LeaderService:
         """Drops the state of each partition not held at the given leader epoch."""
         self._partitions.forget_unless_at(epochs)
 
+    def lso_lags(self) -> dict[int, int]:
+        """Per partition held with a transaction open: high watermark - LSO."""
+        return self._partitions.lso_lags()
+
     def stored_bytes(self) -> int:
         """Bytes of stored batches of the partitions this leader holds."""
         return self._partitions.stored_bytes()

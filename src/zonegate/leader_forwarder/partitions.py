@@ -101,6 +101,15 @@ class PartitionStates:
         """The partition's state if loaded (a commit's outcome applies only to it)."""
         return self._states.get(stream_id)
 
+    def lso_lags(self) -> dict[int, int]:
+        """Per partition held with a transaction open: high watermark - last stable offset
+        (how far read_committed consumers are held back)."""
+        return {
+            sid: p.high_watermark - p.txns.last_stable_offset(p.high_watermark)
+            for sid, p in list(self._states.items())
+            if p.txns.first_unstable_offset() is not None
+        }
+
     def stored_bytes(self) -> int:
         """Bytes of stored batches of the partitions held."""
         return sum(p.summary.total_bytes for p in self._states.values())

@@ -42,6 +42,16 @@ log = logging.getLogger(__name__)
 E = ErrorCode
 
 
+_OPEN = frozenset(
+    {
+        TxnState.ONGOING,
+        TxnState.PREPARE_COMMIT,
+        TxnState.PREPARE_ABORT,
+        TxnState.PREPARE_EPOCH_FENCE,
+    }
+)
+
+
 class TxnMetaStore(TransactionStore, PendingOffsetStore, ProducerIds, Protocol):
     """What the role needs of the metadata store."""
 
@@ -300,6 +310,18 @@ class TxnCoordinator:
                 continue
             listed += host.core.list_transactions(pids, names, min_duration_ms, now)[0]
         return error, listed
+
+    def open_transactions(self) -> tuple[int, int | None]:
+        """How many transactions of the shards held are open (Ongoing or ending), and the
+        start time of the oldest (metrics: a transaction that never ends shows here)."""
+        count, oldest = 0, None
+        for host in list(self.hosts.values()):
+            for meta in host.core.txns.values():
+                if meta.state in _OPEN:
+                    count += 1
+                    if meta.txn_start_ms >= 0 and (oldest is None or meta.txn_start_ms < oldest):
+                        oldest = meta.txn_start_ms
+        return count, oldest
 
     @staticmethod
     def unknown_states(state_names: Iterable[str]) -> list[str]:
