@@ -160,6 +160,9 @@ def test_a_transactions_first_batch_needs_its_coordinators_yes(tmp_path: Path) -
             state = await leader2.transactions(s0)
             assert state.aborted == [AbortedTxn(pid, 1, 4, 5)]
             assert state.last_stable_offset(5) == 5
+            # The log start moved past the aborted transaction: its entry goes with it.
+            assert await leader2.delete_records(s0, 5) == (E.none, 5)
+            assert (await leader2.transactions(s0)).aborted == []
         finally:
             await meta2.close()
 

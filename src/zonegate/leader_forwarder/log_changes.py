@@ -106,6 +106,8 @@ class LogChanges:
         if self._partitions.cached(p.stream_id) is p:
             p.log_start_offset = max(p.log_start_offset, start)
             p.tail.drop_before(p.log_start_offset)
+            # The store dropped the aborted-index rows wholly below it in the same commit.
+            p.txns.drop_aborted_below(p.log_start_offset)
             partial = p.summary.drop_before(p.log_start_offset)
             if partial is not None:
                 # The start moved inside a segment: what is left of it, from the store.
