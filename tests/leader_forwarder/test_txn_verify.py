@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -29,6 +30,7 @@ from zonegate.metastore.sqlite import SqliteMetaStore
 from zonegate.runtime.clock import ManualClock
 from zonegate.services.txn_markers import WalMarkerWriter
 from zonegate.services.txn_routing import RoutedTxns
+from zonegate.transactions.decisions import Answer
 from zonegate.transactions.partition_txns import AbortedTxn
 from zonegate.transactions.states import TransactionVersion
 from zonegate.txn_coordinator.role import TxnCoordinator
@@ -165,5 +167,54 @@ def test_a_transactions_first_batch_needs_its_coordinators_yes(tmp_path: Path) -
             assert (await leader2.transactions(s0)).aborted == []
         finally:
             await meta2.close()
+
+    asyncio.run(asyncio.wait_for(body(), 60))
+
+
+class ReloadedWhileAsked:
+    """The coordinators, with the partition dropped and loaded again while the question
+    is out (its leader epoch moved and came back, say): the guard went with the old
+    state."""
+
+    def __init__(self, txns: RoutedTxns, leader: LeaderService, stream_id: int) -> None:
+        self.txns, self.leader, self.stream_id = txns, leader, stream_id
+
+    async def verify_partitions(self, *args: Any) -> dict[tuple[str, int], ErrorCode]:
+        self.leader.forget([self.stream_id])
+        await self.leader.offsets(self.stream_id)
+        return await self.txns.verify_partitions(*args)
+
+    async def add_partitions(self, *args: Any) -> Answer:
+        return await self.txns.add_partitions(*args)
+
+
+def test_a_partition_reloaded_during_its_verification_answers_retriably(tmp_path: Path) -> None:
+    async def body() -> None:
+        meta = SqliteMetaStore(str(tmp_path / "m.db"))
+        topic = await meta.create_topic("t", {}, [1])
+        sid = topic.partitions[0].stream_id
+        catalog = Catalog(topic)
+        clock = ManualClock()
+        leader = LeaderService(meta, clock)
+        wal = WalWriter(MemoryStore(), node_id=1, seal_bytes=1, seal_age_s=3600)
+        role = TxnCoordinator(
+            1, 10, meta, WalMarkerWriter(catalog, wal, leader, clock), lambda s: 1, clock, CONFIG
+        )
+        txns = RoutedTxns(role, 1, Owners(), lambda n: None, clock, owner_wait_s=0)
+        await role.start()
+        try:
+            init = await txns.init_producer_id(TID, 60000, None)
+            pid, epoch = init.producer_id, init.producer_epoch
+            assert (await txns.add_partitions(TID, pid, epoch, [("t", 0)], TV0)).error == E.none
+            leader.use_transactions(ReloadedWhileAsked(txns, leader, sid), catalog.of)
+            moved = await leader.append([_txn(sid, pid, epoch, 0, 11)])
+            assert moved[0].error == E.not_leader_or_follower  # not INVALID_TXN_STATE
+            leader.use_transactions(txns, catalog.of)
+            again = await leader.append([_txn(sid, pid, epoch, 0, 11)])
+            assert again[0].error == E.none and again[0].base_offset == 0
+        finally:
+            await role.stop()
+            await wal.close()
+            await meta.close()
 
     asyncio.run(asyncio.wait_for(body(), 60))

@@ -52,7 +52,7 @@ _PRODUCER_BATCHES_KEPT = 5
 
 # Per append: its batches; the guards of their verifications and the errors of those the
 # transaction coordinator refused, by the batch's index (txn_verify.py); its answer.
-_Checked = tuple[dict[int, int], dict[int, ErrorCode]]
+_Checked = tuple[dict[int, tuple[int, PartitionState]], dict[int, ErrorCode]]
 _Cycle = list[tuple[Sequence[AppendBatch], _Checked, asyncio.Future[list[AppendResult]]]]
 
 
@@ -242,11 +242,18 @@ class Sequencer:
             )
 
     def _sequence(
-        self, b: AppendBatch, tentative: dict[int, _Tentative], now: int, guard: int | None
+        self,
+        b: AppendBatch,
+        tentative: dict[int, _Tentative],
+        now: int,
+        verified: tuple[int, PartitionState] | None,
     ) -> AppendResult:
         p = self._partitions.cached(b.stream_id)
-        if p is None:
+        if p is None or (verified is not None and verified[1] is not p):
+            # Dropped, or reloaded since its verification began (the guard went with the
+            # old state): retriable, the producer sends it again and it is asked again.
             return AppendResult(ErrorCode.not_leader_or_follower)
+        guard = None if verified is None else verified[0]
         if b.leader_epoch != ANY_EPOCH and b.leader_epoch != p.leader_epoch:
             code = (
                 ErrorCode.fenced_leader_epoch

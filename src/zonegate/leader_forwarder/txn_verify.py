@@ -21,7 +21,7 @@ from typing import Protocol
 from kio.schema.errors import ErrorCode
 
 from zonegate.leader_forwarder.messages import CONTROL_NONE, AppendBatch
-from zonegate.leader_forwarder.partitions import PartitionStates
+from zonegate.leader_forwarder.partitions import PartitionState, PartitionStates
 from zonegate.transactions.decisions import Answer
 from zonegate.transactions.metadata import TopicPartition
 from zonegate.transactions.states import TransactionVersion
@@ -65,10 +65,13 @@ class TxnVerifier:
 
     async def verify(
         self, batches: Sequence[AppendBatch], now_ms: int
-    ) -> tuple[dict[int, int], dict[int, ErrorCode]]:
+    ) -> tuple[dict[int, tuple[int, PartitionState]], dict[int, ErrorCode]]:
         """For the batches (by index) that need it: the guard of a verification the
-        coordinator confirmed, or the error to answer instead."""
-        asked: dict[tuple[str, int, int, int], list[tuple[int, TopicPartition, int]]] = {}
+        coordinator confirmed, with the partition state it was begun on, or the error to
+        answer instead."""
+        asked: dict[
+            tuple[str, int, int, int], list[tuple[int, TopicPartition, int, PartitionState]]
+        ] = {}
         refused: dict[int, ErrorCode] = {}
         for i, b in enumerate(batches):
             if not b.transactional or b.control != CONTROL_NONE or b.producer_id < 0:
@@ -84,14 +87,14 @@ class TxnVerifier:
                 b.producer_id, b.producer_epoch, b.base_sequence, now_ms
             )
             key = (b.transactional_id, b.producer_id, b.producer_epoch, b.produce_version)
-            asked.setdefault(key, []).append((i, tp, guard))
-        guards: dict[int, int] = {}
+            asked.setdefault(key, []).append((i, tp, guard, p))
+        guards: dict[int, tuple[int, PartitionState]] = {}
         for (tid, pid, epoch, version), items in asked.items():
-            answers = await self._ask(tid, pid, epoch, version, [tp for _, tp, _ in items])
-            for i, tp, guard in items:
+            answers = await self._ask(tid, pid, epoch, version, [tp for _, tp, _, _ in items])
+            for i, tp, guard, p in items:
                 error = answers.get(tp, E.invalid_txn_state)
                 if error == E.none:
-                    guards[i] = guard
+                    guards[i] = (guard, p)
                 else:
                     refused[i] = produce_error(error, version)[0]
         return guards, refused
