@@ -69,6 +69,12 @@ def test_a_node_takes_its_shards_and_a_commit_writes_markers_through_the_owners_
         held = [len(n.txn_coordinator.hosts) for n in (a, b)]
         assert sum(held) == 7 and min(held) > 0, held
         assert a.txn_coordinator.config.abort_interval_ms == 2000
+        # FindCoordinator for a transactional id names a node of the client's own zone,
+        # which passes the calls on to the shard's owner.
+        for shard in range(7):
+            for zone, n in (("zone-a", a), ("zone-b", b)):
+                found = a.cluster.txn_coordinator_for(shard, zone)
+                assert found is not None and found.node_id == n.config.node_id
         # An id whose shard node b owns, asked on node a.
         tid = next(
             f"app-{i}"
