@@ -196,7 +196,12 @@ def test_a_stopped_nodes_shards_move_to_the_live_node_with_their_transactions(
         node.call(b.stop())
         _until(lambda: len(a.txn_coordinator.hosts) == 7, "the stopped node's shards taken over")
         assert a.txn_coordinator.hosts[shard].epoch > epoch
-        metrics = {f.name: [s.value for s in f.samples] for f in node_registry(a).collect()}
+
+        async def scrape() -> dict[str, list[float]]:
+            # On the node's loop: its collector reads state the loop changes.
+            return {f.name: [s.value for s in f.samples] for f in node_registry(a).collect()}
+
+        metrics = node.call(scrape())
         assert metrics["zonegate_txn_shards_held"] == [7]
         assert metrics["zonegate_txn_open_transactions"] == [1]
         described = node.call(a.txns.describe(tid))
