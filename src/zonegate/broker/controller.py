@@ -61,24 +61,10 @@ from zonegate.router.membership import Membership
 from zonegate.router.placement import place
 from zonegate.router.reachability import CutOffs
 from zonegate.runtime.clock import SYSTEM_CLOCK
+from zonegate.services.zone_probe import refuses
 
 log = logging.getLogger(__name__)
 LEASE = "controller"
-_PROBE_TIMEOUT_S = 0.5
-
-
-async def _refused(node: NodeRecord, dial: Mapping[str, str]) -> bool:
-    """Whether the node's leader RPC port refuses a connection: its process is gone."""
-    try:
-        _, writer = await asyncio.wait_for(
-            asyncio.open_connection(*dial_address(node, dial)), _PROBE_TIMEOUT_S
-        )
-    except ConnectionRefusedError:
-        return True
-    except (OSError, TimeoutError):
-        return False  # out of reach, not known dead: its lease decides
-    writer.close()
-    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +224,7 @@ class Controller:
         ]
         if not silent:
             return set()
-        refused = await asyncio.gather(*(_refused(n, self._dial) for n in silent))
+        refused = await asyncio.gather(*(refuses(dial_address(n, self._dial)) for n in silent))
         gone = {n for n, r in zip(silent, refused, strict=True) if r}
         for n in gone:
             await meta.expire_node(n.node_id, n.incarnation)
