@@ -77,46 +77,34 @@ class StreamTables(PostgresTables):
         return await self._read(fn)
 
     async def commit_appends(self, commits: Sequence[PartitionCommit]) -> set[int]:
-        # One statement per kind of row for the whole cycle, as SQLite's: this runs on
-        # every produce's path, and each statement is a round trip to the server.
-        async def fn(db: Db) -> set[int]:
-            ids = sorted(c.stream_id for c in commits)
-            # The rows stay locked to the commit, so a leader move (which locks them
-            # too, in the same order) lands wholly before or wholly after this.
-            epochs = {
-                r[0]: r[1]
-                for r in await db.fetch(
-                    "SELECT stream_id, leader_epoch FROM partitions WHERE stream_id = ANY($1) "
-                    "ORDER BY stream_id FOR UPDATE",
-                    ids,
-                )
-            }
-            fenced = {c.stream_id for c in commits if epochs.get(c.stream_id) != c.leader_epoch}
-            live = [c for c in commits if c.stream_id not in fenced]
-            if not live:
-                return fenced
-            await db.execute(
-                "UPDATE partitions p SET next_offset = v.next FROM "
-                "unnest($1::bigint[], $2::bigint[]) AS v(sid, next) WHERE p.stream_id = v.sid",
-                [c.stream_id for c in live],
-                [c.next_offset for c in live],
-            )
-            await _insert_entries(db, [(c.stream_id, e) for c in live for e in c.entries])
-            producers = [(c.stream_id, p) for c in live for p in c.producers]
-            if producers:
-                await db.execute(
-                    "INSERT INTO producer_state (stream_id, producer_id, epoch, batches) "
-                    "SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[]) "
-                    "ON CONFLICT (stream_id, producer_id) DO UPDATE "
-                    "SET epoch = excluded.epoch, batches = excluded.batches",
-                    [sid for sid, _ in producers],
-                    [p.producer_id for _, p in producers],
-                    [p.epoch for _, p in producers],
-                    [_batches_json(p.batches) for _, p in producers],
-                )
-            return fenced
+        # One statement, run as its own transaction: one round trip to the server for
+        # the whole group commit, which is on every produce's path (a leader's link to
+        # the server slowed by d adds d to its produces, not six times d).
+        entries = [(c.stream_id, e) for c in commits for e in c.entries]
+        producers = [(c.stream_id, p) for c in commits for p in c.producers]
 
-        return await self._tx(fn)
+        async def fn(db: Db) -> set[int]:
+            rows = await db.fetch(
+                _COMMIT,
+                [c.stream_id for c in commits],
+                [c.leader_epoch for c in commits],
+                [c.next_offset for c in commits],
+                [sid for sid, _ in entries],
+                [e.base_offset for _, e in entries],
+                [e.last_offset for _, e in entries],
+                [e.object_key for _, e in entries],
+                [e.position for _, e in entries],
+                [e.length for _, e in entries],
+                [e.max_timestamp for _, e in entries],
+                [e.append_ms for _, e in entries],
+                [sid for sid, _ in producers],
+                [p.producer_id for _, p in producers],
+                [p.epoch for _, p in producers],
+                [_batches_json(p.batches) for _, p in producers],
+            )
+            return {int(r[0]) for r in rows}
+
+        return await self._one(fn)
 
     async def read_entries(
         self, stream_id: int, offset: int, *, to_offset: int | None = None, limit: int = 500
@@ -223,6 +211,41 @@ class StreamTables(PostgresTables):
 
 
 _MAX_OFFSET = (1 << 63) - 1
+
+# The group commit (commit_appends) as one statement; returns the stream ids fenced.
+# `locked` takes the partitions' row locks in stream id order, as a leader move
+# takes them, so the two never wait on each other in a circle and one lands wholly
+# before the other; waiting for a lock, READ COMMITTED reads the row as the other
+# transaction left it, so an epoch moved meanwhile fences. Only partitions whose
+# epoch is still the leader's (`live`) get their next offset, entries and producer
+# states; a partition with no row is fenced, as one whose epoch moved.
+_COMMIT = f"""
+WITH c AS (
+    SELECT * FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS c(sid, epoch, next)
+), locked AS MATERIALIZED (
+    SELECT stream_id, leader_epoch FROM partitions WHERE stream_id = ANY($1::bigint[])
+    ORDER BY stream_id FOR UPDATE
+), live AS MATERIALIZED (
+    SELECT c.sid, c.next FROM c
+    JOIN locked ON locked.stream_id = c.sid AND locked.leader_epoch = c.epoch
+), moved AS (
+    UPDATE partitions p SET next_offset = live.next FROM live WHERE p.stream_id = live.sid
+), indexed AS (
+    INSERT INTO stream_index (stream_id, {_ENTRY})
+    SELECT * FROM unnest($4::bigint[], $5::bigint[], $6::bigint[], $7::text[],
+        $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[])
+        AS e(sid, base, last, key, pos, len, ts, ms)
+    WHERE e.sid IN (SELECT sid FROM live)
+), produced AS (
+    INSERT INTO producer_state (stream_id, producer_id, epoch, batches)
+    SELECT * FROM unnest($12::bigint[], $13::bigint[], $14::int[], $15::text[])
+        AS s(sid, pid, epoch, batches)
+    WHERE s.sid IN (SELECT sid FROM live)
+    ON CONFLICT (stream_id, producer_id) DO UPDATE
+    SET epoch = excluded.epoch, batches = excluded.batches
+)
+SELECT sid FROM c WHERE sid NOT IN (SELECT sid FROM live)
+"""
 
 
 async def _insert_entries(db: Db, rows: Sequence[tuple[int, IndexEntry]]) -> None:
