@@ -12,6 +12,7 @@ import pytest
 from tests.metastore.records import append
 from tests.postgres_server import PostgresServer
 from zonegate.metastore.postgres import PostgresMetaStore
+from zonegate.storage.index import IndexEntry, PartitionCommit
 
 pytestmark = pytest.mark.integration  # a PostgreSQL server
 
@@ -95,4 +96,29 @@ async def test_a_commit_is_one_round_trip(postgres_server: PostgresServer) -> No
     assert await meta.commit_appends([append(s0, 2, producer_id=7), append(s1, 0)]) == set()
     assert len(sent) == 1, sent
     assert (await meta.load_partition(s0)).next_offset == 4
+    await meta.close()
+
+
+async def test_a_commit_sent_again_lands_nothing_twice(postgres_server: PostgresServer) -> None:
+    """What the leader does when the connection is lost with its commit sent: the
+    server may have committed it, so it is sent again; the second lands nothing."""
+    url = postgres_server.new_database()
+    meta = PostgresMetaStore(url)
+    t = await meta.create_topic("t", {}, [1, 1])
+    s0, s1 = (p.stream_id for p in t.partitions)
+    first = [append(s0, 0, producer_id=7), append(s1, 0)]
+    assert await meta.commit_appends(first) == set()
+    again = [append(s0, 0, producer_id=7), append(s1, 0), append(s1, 2)]
+    # s0's and the first s1 commit again: not fenced, nothing written twice; the new
+    # s1 commit at offset 2 lands.
+    assert await meta.commit_appends(again[:2]) == set()
+    assert await meta.commit_appends(again[2:]) == set()
+    assert [e.base_offset for e in await meta.read_index(s0)] == [0]
+    assert [e.base_offset for e in await meta.read_index(s1)] == [0, 2]
+    assert (await meta.load_partition(s0)).next_offset == 2
+    assert (await meta.load_partition(s1)).next_offset == 4
+    # Another entry at an indexed offset is no resend: the store refuses it.
+    clash = PartitionCommit(s0, 0, 2, (IndexEntry(0, 1, "wal/other", 0, 10, 1000),), ())
+    with pytest.raises(asyncpg.UniqueViolationError):
+        await meta.commit_appends([clash])
     await meta.close()
