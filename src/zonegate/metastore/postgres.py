@@ -120,6 +120,7 @@ class PostgresMetaStore(
             timeout=_CONNECT_TIMEOUT_S,
             command_timeout=_COMMAND_TIMEOUT_S,
             server_settings={"idle_in_transaction_session_timeout": str(_IDLE_IN_TRANSACTION_MS)},
+            reset=_keep_session,
         )
         try:
             async with pool.acquire() as conn:
@@ -135,6 +136,24 @@ class PostgresMetaStore(
             try:
                 pool = await self._get_pool()
                 async with pool.acquire() as conn, conn.transaction():
+                    return await fn(conn)
+            except _AGAIN:
+                if attempt == _RETRIES - 1:
+                    raise
+                await asyncio.sleep(0.001 * (attempt + 1))
+            except MetaStoreError:
+                raise
+            except _UNAVAILABLE as exc:
+                raise MetaStoreUnavailable(f"PostgreSQL unreachable: {_reason(exc)}") from exc
+        raise AssertionError("unreachable")
+
+    async def _one(self, fn: Callable[[Db], Awaitable[T]]) -> T:
+        """`fn`'s one statement in the transaction the server makes for it: no BEGIN
+        and COMMIT of its own, so a single round trip (the leader's group commit)."""
+        for attempt in range(_RETRIES):
+            try:
+                pool = await self._get_pool()
+                async with pool.acquire() as conn:
                     return await fn(conn)
             except _AGAIN:
                 if attempt == _RETRIES - 1:
@@ -211,6 +230,14 @@ async def migrate(conn: Db) -> int:
             )
             log.info("metadata store schema migrated to version %d", version)
     return LATEST
+
+
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """Nothing to undo when a connection goes back to the pool: the store sets no
+    session state (no SET, LISTEN, cursor or session advisory lock; the migration's
+    lock is the transaction's). asyncpg's default reset sends a statement for it on
+    every release, which the releasing caller waits for: a round trip added to each
+    call, the leader's group commit on every produce among them."""
 
 
 def _refusal(dsn: str, exc: asyncpg.PostgresError) -> str:
