@@ -196,6 +196,10 @@ class FuzzStats:
     apis: dict[int, int] = field(default_factory=dict)  # frames sent by header API key
 
 
+# After the last answer owed, how long a connection waits for the node to close it.
+ANSWERED_GRACE_S = 0.05
+
+
 async def _deliver(port: int, frames: list[bytes], stats: FuzzStats, read_timeout: float) -> None:
     try:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -207,9 +211,11 @@ async def _deliver(port: int, frames: list[bytes], stats: FuzzStats, read_timeou
             writer.write(f)
         await writer.drain()
         stats.frames += len(frames)
-        deadline = asyncio.get_running_loop().time() + read_timeout
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + read_timeout
+        answered = 0
         while True:
-            left = deadline - asyncio.get_running_loop().time()
+            left = deadline - loop.time()
             if left <= 0:
                 break
             try:
@@ -217,6 +223,12 @@ async def _deliver(port: int, frames: list[bytes], stats: FuzzStats, read_timeou
                 (size,) = struct.unpack(">i", head)
                 await asyncio.wait_for(reader.readexactly(size), left)
                 stats.answers += 1
+                answered += 1
+                if answered >= len(frames):
+                    # Every frame answered: no more answers can be owed, only a close
+                    # (sent at once after the last answer), so the rest of the read
+                    # timeout would be idle.
+                    deadline = min(deadline, loop.time() + ANSWERED_GRACE_S)
             except asyncio.IncompleteReadError:
                 stats.closed_by_node += 1
                 break
