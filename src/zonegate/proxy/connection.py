@@ -29,7 +29,8 @@ from zonegate.proxy.gate import RAW_TOKEN
 from zonegate.proxy.registry import HandlerRegistry
 from zonegate.proxy.secured import SecuredConnection
 from zonegate.proxy.throttling import BusyTime, timed, with_throttle
-from zonegate.proxy.tls import TlsSession
+from zonegate.proxy.tls import TlsError, TlsSession
+from zonegate.proxy.tls_frames import TlsFrameReader
 from zonegate.runtime.principal import acting_for
 from zonegate.services.api import ANONYMOUS
 
@@ -56,7 +57,9 @@ class KafkaConnection(SecuredConnection, asyncio.Protocol):
         self._registry = registry
         self._config = config
         self._server = server
-        self._decoder = FrameDecoder(config.max_request_bytes)
+        # TLS listeners: a TlsFrameReader once the connection opens, framing the
+        # session's records as they are decrypted.
+        self._decoder: FrameDecoder | TlsFrameReader = FrameDecoder(config.max_request_bytes)
         # (correlation id, api key, handler task, context, request, its busy time, its
         # bytes) in arrival order
         self._pending: collections.deque[
@@ -106,6 +109,7 @@ class KafkaConnection(SecuredConnection, asyncio.Protocol):
         loop = asyncio.get_running_loop()
         if self._server.contexts is not None:
             self._tls = TlsSession(self._server.contexts.current())
+            self._decoder = TlsFrameReader(self._tls, self._config.max_request_bytes)
             self._handshake_timer = loop.call_later(
                 self._config.handshake_timeout_s, self._handshake_timed_out
             )
@@ -147,11 +151,11 @@ class KafkaConnection(SecuredConnection, asyncio.Protocol):
             if self._tls is None and data[:2] == b"\x16\x03":
                 self.abort(f"a TLS handshake on listener {self._config.name}, which is plaintext")
                 return
-        if self._tls is not None:
-            data = self._tls_received(data)
-            if not data:
-                return
-        self._decoder.receive_data(data)
+        if self._tls is not None and not self._tls.handshake_done:
+            if not self._tls_handshake(data):
+                return  # not done yet, or failed: the records after it wait in the session
+        else:
+            self._decoder.receive_data(data)
         self._read_frames()
 
     def _read_frames(self) -> None:
@@ -175,9 +179,13 @@ class KafkaConnection(SecuredConnection, asyncio.Protocol):
                 if self._server.capture.active:
                     self._server.capture.record(frame)
                 self._held.append(frame)
+            if self._tls is not None and not self._tls_flush():
+                return
             self._dispatch_held()
         except PeerProtocolError as exc:
             self.abort(exc.reason)
+        except TlsError as exc:
+            self.abort(f"{exc.reason} (listener {self._config.name})")
 
     def _memory_freed(self) -> None:
         if self._closed:

@@ -240,6 +240,22 @@ class TlsSession:
         self.peer_closed = False  # the client sent close_notify: it is done
 
     def receive(self, data: bytes) -> tuple[bytes, bytes]:
+        """The handshake, then every application byte of the records received so far."""
+        out = self.handshake(data)
+        if not self.handshake_done or self.peer_closed:
+            return b"", out
+        try:
+            app = self._decrypt()
+        except ssl.SSLZeroReturnError:
+            self._answer_close()
+            app = b""
+        except ssl.SSLError as exc:
+            raise TlsError(f"TLS failed: {exc.reason or exc}") from None
+        return app, out + self._outgoing.read()
+
+    def handshake(self, data: bytes) -> bytes:
+        """Takes `data` and moves the handshake on; the bytes to send. Application records
+        that came with the handshake's last flight stay in the session for `read_into`."""
         if not self._seen_bytes and data:
             self._seen_bytes = True
             if plaintext_kafka(data):
@@ -247,20 +263,55 @@ class TlsSession:
             if data[0] != 0x16:
                 raise TlsError(f"not a TLS handshake (first byte 0x{data[0]:02x})")
         self._incoming.write(data)
-        try:
-            if not self.handshake_done:
-                try:
-                    self._obj.do_handshake()
-                except ssl.SSLWantReadError:
-                    return b"", self._outgoing.read()
+        if not self.handshake_done:
+            try:
+                self._obj.do_handshake()
+            except ssl.SSLWantReadError:
+                pass
+            except ssl.SSLZeroReturnError:
+                self._answer_close()
+            except ssl.SSLError as exc:
+                raise TlsError(f"TLS failed: {exc.reason or exc}") from None
+            else:
                 self.handshake_done = True
-            app = self._decrypt()
-        except ssl.SSLZeroReturnError:
+        return self._outgoing.read()
+
+    def feed(self, data: bytes | memoryview) -> None:
+        """Records received after the handshake, decrypted later by `read_into`."""
+        self._incoming.write(data)
+
+    def fill(self, view: memoryview) -> int:
+        """Decrypts into `view` until it is full or no whole record is left: the count.
+        Once the client has closed its side (close_notify, answered: see `outgoing`),
+        `peer_closed` is set and nothing more comes. TlsError when the records are not
+        valid. OpenSSL gives at most one record per read, and some clients send a record
+        per message (librdkafka: one per payload it does not copy, 1 KiB in the
+        benchmark), so this loop runs per record: kept to the read call itself."""
+        if self.peer_closed:
+            return 0
+        read = self._obj.read
+        size = len(view)
+        n = 0
+        try:
+            while n < size:
+                # With a buffer, read returns the count (typeshed says bytes).
+                got: int = read(size - n, view[n:])  # type: ignore[assignment]
+                if not got:  # close_notify from the peer: keep what came before it
+                    self._answer_close()
+                    break
+                n += got
+        except ssl.SSLWantReadError:
+            pass
+        except ssl.SSLZeroReturnError:  # close_notify, said the other way
             self._answer_close()
-            app = b""
         except ssl.SSLError as exc:
             raise TlsError(f"TLS failed: {exc.reason or exc}") from None
-        return app, self._outgoing.read()
+        return n
+
+    def outgoing(self) -> bytes:
+        """What TLS itself has to send: a close_notify answering the client's, session
+        tickets, a TLS 1.3 KeyUpdate answer."""
+        return self._outgoing.read()
 
     def _decrypt(self) -> bytes:
         """All the application data the records received so far hold.
