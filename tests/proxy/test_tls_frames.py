@@ -71,10 +71,10 @@ def test_frames_come_out_whole_from_any_records_and_cuts(tmp_path: Path, record_
     got: list[bytes] = []
     pos = 0
     for cut in (5, 20_000, 1, 100_003, 16_405, 700_001) * 10:
-        reader.receive_data(wire[pos : pos + cut])
+        server.feed(wire[pos : pos + cut])
         pos += cut
         got += _frames(reader)
-    reader.receive_data(wire[pos:])
+    server.feed(wire[pos:])
     got += _frames(reader)
     assert got == bodies
 
@@ -83,7 +83,7 @@ def test_a_size_over_the_limit_is_refused_before_the_body(tmp_path: Path) -> Non
     server, client, outgoing = _session(tmp_path)
     client.write((1000).to_bytes(4, "big") + b"x" * 10)
     reader = TlsFrameReader(server, 999)
-    reader.receive_data(outgoing.read())
+    server.feed(outgoing.read())
     with pytest.raises(PeerProtocolError, match=r"frame size 1000 outside 0\.\.999"):
         reader.next_size()
 
@@ -96,7 +96,7 @@ def test_close_notify_after_the_last_frame(tmp_path: Path) -> None:
     except ssl.SSLWantReadError:
         pass
     reader = TlsFrameReader(server, 1000)
-    reader.receive_data(outgoing.read())
+    server.feed(outgoing.read())
     assert _frames(reader) == [b"last"]
     assert server.peer_closed
     assert server.outgoing()  # our close_notify, answering theirs
@@ -106,7 +106,7 @@ def test_close_notify_after_the_last_frame(tmp_path: Path) -> None:
 def test_records_that_are_not_tls_fail(tmp_path: Path) -> None:
     server, _, _ = _session(tmp_path)
     reader = TlsFrameReader(server, 1000)
-    reader.receive_data(b"\x17\x03\x03\x00\x20" + b"\x00" * 32)
+    server.feed(b"\x17\x03\x03\x00\x20" + b"\x00" * 32)
     with pytest.raises(TlsError, match="TLS failed"):
         reader.next_size()
 
@@ -128,12 +128,12 @@ def test_assembly_buffers_are_reused_and_bounded(
     monkeypatch.setattr(tls_frames, "bytearray", Counting, raising=False)
     for _ in range(5):
         client.write(_framed(b"y" * 700_000))
-        reader.receive_data(outgoing.read())
+        server.feed(outgoing.read())
         assert _frames(reader) == [b"y" * 700_000]
     assert made == [1 << 20]  # one buffer, a power of two, for the five frames
     big = tls_frames.POOL_MAX_BYTES + 1
     client.write(_framed(b"z" * big))
-    reader.receive_data(outgoing.read())
+    server.feed(outgoing.read())
     assert _frames(reader) == [b"z" * big]
     pool = tls_frames._pool_local.pool
     assert all(len(b) <= tls_frames.POOL_MAX_BYTES for b in pool)

@@ -12,6 +12,7 @@ import asyncio
 import collections
 import itertools
 import logging
+import threading
 import time
 from typing import TYPE_CHECKING, Any, cast
 
@@ -45,7 +46,10 @@ log = logging.getLogger(__name__)
 _connection_ids = itertools.count(1)
 
 
-class KafkaConnection(SecuredConnection, asyncio.Protocol):
+class KafkaConnection(SecuredConnection, asyncio.BaseProtocol):
+    """A plaintext listener's connection: the event loop hands it the bytes it read
+    (`data_received`); TlsKafkaConnection, below, reads into a buffer of its own."""
+
     def __init__(
         self,
         services: Services,
@@ -143,19 +147,25 @@ class KafkaConnection(SecuredConnection, asyncio.Protocol):
         self._can_write.set()
         self._resume_reading("writes")
 
-    def data_received(self, data: bytes) -> None:
+    def data_received(self, data: bytes | memoryview) -> None:
+        """Plaintext: the loop's own bytes, which the decoder keeps. TLS: a view of the
+        read buffer (TlsKafkaConnection), which the session's BIO copies at once."""
         if self._closed:
             return
-        if self._first_bytes and data:
-            self._first_bytes = False
-            if self._tls is None and data[:2] == b"\x16\x03":
-                self.abort(f"a TLS handshake on listener {self._config.name}, which is plaintext")
-                return
-        if self._tls is not None and not self._tls.handshake_done:
-            if not self._tls_handshake(data):
-                return  # not done yet, or failed: the records after it wait in the session
-        else:
+        if self._tls is None:
+            assert isinstance(data, bytes)
+            if self._first_bytes and data:
+                self._first_bytes = False
+                if data[:2] == b"\x16\x03":
+                    self.abort(
+                        f"a TLS handshake on listener {self._config.name}, which is plaintext"
+                    )
+                    return
             self._decoder.receive_data(data)
+        elif self._tls.handshake_done:
+            self._tls.feed(data)
+        elif not self._tls_handshake(data):
+            return  # not done yet, or failed: the records after it wait in the session
         self._read_frames()
 
     def _read_frames(self) -> None:
@@ -452,3 +462,28 @@ class KafkaConnection(SecuredConnection, asyncio.Protocol):
         while self._pending and not self._closed:
             await asyncio.wait([self._pending[-1][2]])
             await asyncio.sleep(0)  # let the write loop send the answer
+
+
+# What one read from a TLS connection's socket may take: the event loop's own read size
+# (uvloop's and asyncio's are 256 KiB).
+TLS_READ_BYTES = 256 * 1024
+_read_local = threading.local()
+
+
+class TlsKafkaConnection(KafkaConnection, asyncio.BufferedProtocol):
+    """A TLS listener's connection: the ciphertext is read straight into a buffer the
+    thread's TLS connections share and goes from there into the session's memory BIO,
+    instead of into bytes of its own per read (an allocation and a copy more than
+    needed: the BIO takes its own copy anyway). One buffer serves every connection: the
+    event loop fills it and calls `buffer_updated` before any other read, which
+    consumes it at once."""
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        view: memoryview | None = getattr(_read_local, "view", None)
+        if view is None:
+            view = _read_local.view = memoryview(bytearray(TLS_READ_BYTES))
+        return view
+
+    def buffer_updated(self, nbytes: int) -> None:
+        view: memoryview = _read_local.view
+        self.data_received(view[:nbytes])

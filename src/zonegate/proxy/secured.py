@@ -78,7 +78,7 @@ class SecuredConnection:
             data = self._tls.send(data)
         self._transport.write(data)
 
-    def _tls_handshake(self, data: bytes) -> bool:
+    def _tls_handshake(self, data: bytes | memoryview) -> bool:
         """Moves the handshake on with `data` and sends what TLS answers; True once it is
         done and the connection may read frames (the records after the handshake's last
         flight wait in the session for the frame reader)."""

@@ -220,7 +220,7 @@ class TlsError(Exception):
         self.reason = reason
 
 
-def plaintext_kafka(first: bytes) -> bool:
+def plaintext_kafka(first: bytes | memoryview) -> bool:
     """Whether bytes that should open a TLS handshake look like a Kafka request instead:
     a TLS record starts with 0x16 (handshake) then version 3.x; a Kafka request with a
     4-byte big-endian size, whose first byte is 0 for any size under 16 MiB."""
@@ -253,7 +253,7 @@ class TlsSession:
             raise TlsError(f"TLS failed: {exc.reason or exc}") from None
         return app, out + self._outgoing.read()
 
-    def handshake(self, data: bytes) -> bytes:
+    def handshake(self, data: bytes | memoryview) -> bytes:
         """Takes `data` and moves the handshake on; the bytes to send. Application records
         that came with the handshake's last flight stay in the session for `read_into`."""
         if not self._seen_bytes and data:

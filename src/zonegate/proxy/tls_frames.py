@@ -72,6 +72,7 @@ class TlsFrameReader:
         self._got = 0
 
     def receive_data(self, data: bytes | memoryview) -> None:
+        """Records received; the session's BIO copies them."""
         self._tls.feed(data)
 
     def next_size(self) -> int | None:
