@@ -2,11 +2,12 @@
 read by proxy/keystores.py: PEM, PKCS12, inline PEM), re-read when their files
 change, and one `TlsSession` per connection (bytes in, bytes out).
 
-The listener's asyncio protocol feeds the socket's bytes to `TlsSession.receive` and
-writes what it returns; the session owns an `ssl.SSLObject` over two memory BIOs, as
-asyncio's own TLS transport does, so the protocol sees when a handshake starts and
-ends, can time it out and say why it failed, and picks the context of each
-connection when it opens: after a certificate rotation (cert-manager rewriting the
+The listener's asyncio protocol feeds the socket's bytes to `TlsSession.handshake`,
+then to `feed`, and writes what they return; its frames are decrypted by
+proxy/tls_frames.py through `fill`. The session owns an `ssl.SSLObject` over two
+memory BIOs, as asyncio's own TLS transport does, so the protocol sees when a
+handshake starts and ends, can time it out and say why it failed, and picks the
+context of each connection when it opens: after a certificate rotation (cert-manager rewriting the
 files) new connections get the new certificate and the open ones keep theirs.
 
 `TlsSession.peer_dn` is the client certificate's subject as Java's
@@ -228,8 +229,11 @@ def plaintext_kafka(first: bytes | memoryview) -> bool:
 
 
 class TlsSession:
-    """One connection's TLS, sans-IO: `receive(bytes)` -> (application bytes, bytes to
-    send); `send(bytes)` -> bytes to send. TlsError when the peer breaks TLS."""
+    """One connection's TLS, sans-IO: `handshake(bytes)` -> bytes to send; then
+    `feed(bytes)` and `fill(buffer)` -> application bytes decrypted into it, `outgoing()`
+    -> what TLS itself sends; `send(bytes)` -> bytes to send. `receive(bytes)` ->
+    (application bytes, bytes to send) does it all at once, for tests and tools.
+    TlsError when the peer breaks TLS."""
 
     def __init__(self, context: ssl.SSLContext) -> None:
         self._incoming = ssl.MemoryBIO()
@@ -277,7 +281,7 @@ class TlsSession:
         return self._outgoing.read()
 
     def feed(self, data: bytes | memoryview) -> None:
-        """Records received after the handshake, decrypted later by `read_into`."""
+        """Records received after the handshake, decrypted later by `fill`."""
         self._incoming.write(data)
 
     def fill(self, view: memoryview) -> int:
