@@ -132,29 +132,22 @@ class PostgresMetaStore(
 
     async def _tx(self, fn: Callable[[Db], Awaitable[T]]) -> T:
         """`fn` in one transaction (READ COMMITTED, row locks where it takes them)."""
-        for attempt in range(_RETRIES):
-            try:
-                pool = await self._get_pool()
-                async with pool.acquire() as conn, conn.transaction():
-                    return await fn(conn)
-            except _AGAIN:
-                if attempt == _RETRIES - 1:
-                    raise
-                await asyncio.sleep(0.001 * (attempt + 1))
-            except MetaStoreError:
-                raise
-            except _UNAVAILABLE as exc:
-                raise MetaStoreUnavailable(f"PostgreSQL unreachable: {_reason(exc)}") from exc
-        raise AssertionError("unreachable")
+        return await self._retried(fn, transaction=True)
 
     async def _one(self, fn: Callable[[Db], Awaitable[T]]) -> T:
         """`fn`'s one statement in the transaction the server makes for it: no BEGIN
         and COMMIT of its own, so a single round trip (the leader's group commit)."""
+        return await self._retried(fn, transaction=False)
+
+    async def _retried(self, fn: Callable[[Db], Awaitable[T]], *, transaction: bool) -> T:
         for attempt in range(_RETRIES):
             try:
                 pool = await self._get_pool()
                 async with pool.acquire() as conn:
-                    return await fn(conn)
+                    if not transaction:
+                        return await fn(conn)
+                    async with conn.transaction():
+                        return await fn(conn)
             except _AGAIN:
                 if attempt == _RETRIES - 1:
                     raise
