@@ -94,14 +94,7 @@ class StreamTables(PostgresTables):
             [c.entries[0].base_offset if c.entries else -1 for c in commits],
             [c.entries[0].object_key if c.entries else "" for c in commits],
             [c.entries[0].position if c.entries else -1 for c in commits],
-            [sid for sid, _ in entries],
-            [e.base_offset for _, e in entries],
-            [e.last_offset for _, e in entries],
-            [e.object_key for _, e in entries],
-            [e.position for _, e in entries],
-            [e.length for _, e in entries],
-            [e.max_timestamp for _, e in entries],
-            [e.append_ms for _, e in entries],
+            *_entry_columns(entries),
             [sid for sid, _ in producers],
             [p.producer_id for _, p in producers],
             [p.epoch for _, p in producers],
@@ -293,6 +286,14 @@ async def _insert_entries(db: Db, rows: Sequence[tuple[int, IndexEntry]]) -> Non
         f"INSERT INTO stream_index (stream_id, {_ENTRY}) SELECT * FROM unnest("
         "$1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::bigint[], "
         "$6::bigint[], $7::bigint[], $8::bigint[])",
+        *_entry_columns(rows),
+    )
+
+
+def _entry_columns(rows: Sequence[tuple[int, IndexEntry]]) -> list[list[object]]:
+    """(stream id, entry) rows as the column arrays of stream_index's insert, in
+    `_ENTRY`'s order after the stream id: unnested by `_insert_entries` and `_COMMIT`."""
+    return [
         [sid for sid, _ in rows],
         [e.base_offset for _, e in rows],
         [e.last_offset for _, e in rows],
@@ -301,7 +302,7 @@ async def _insert_entries(db: Db, rows: Sequence[tuple[int, IndexEntry]]) -> Non
         [e.length for _, e in rows],
         [e.max_timestamp for _, e in rows],
         [e.append_ms for _, e in rows],
-    )
+    ]
 
 
 async def _fenced_log_start(db: Db, stream_id: int, leader_epoch: int) -> int:
