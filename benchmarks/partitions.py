@@ -12,9 +12,10 @@ under its data directory) gets N partitions in two shapes, each on a fresh node:
   created 10,000 partitions per CreateTopics request.
 
 Then, timed: Metadata for all topics (AdminClient.list_topics, the median of
-three after one untimed), produce one 100-byte record to every partition (one confluent-kafka
-producer, `linger.ms` 20 so a ProduceRequest carries thousands of partitions,
-acks=all, idempotent, every delivery report awaited), and read every record back
+three after one untimed), produce one 100-byte record to every partition (one aiokafka
+producer, acks=all, `linger_ms` 20, 5,000 partitions at a time, so a ProduceRequest
+carries 5,000 partitions as the Java client's 1 MiB requests would; every send
+awaited), and read every record back
 (one consumer `assign`ed every partition at offset 0, polling until it holds N
 records). RSS is the node process's resident set (VmRSS) after the read and 30 s
 of idling, and its peak (VmHWM). The node's own CPU seconds are printed for each
@@ -32,6 +33,7 @@ two shapes').
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import statistics
 import sys
@@ -47,9 +49,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 PER_REQUEST = 10_000
 RECORD = b"x" * 100
 # On a machine this busy a request on 100,000 partitions can take minutes of wall time
-# (the node gets a small share of a core): librdkafka's 60 s would cut it.
-SLOW = {"socket.timeout.ms": 300_000}
+# (the node gets a small share of a core): librdkafka's 60 s would cut it. Its 10 s for
+# a new connection's ApiVersions would too, while the node encodes a 100,000-partition
+# Metadata or Fetch answer for another connection (seconds of CPU on one loop): the
+# client then drops the connection and asks again, and the node answers the dropped
+# ones' Metadata requests for nothing.
+SLOW = {
+    "socket.timeout.ms": 300_000,
+    "api.version.request.timeout.ms": 300_000,
+    "socket.connection.setup.timeout.ms": 300_000,
+}
 IDLE_S = 30
+# Partitions sent a record at once, each lot awaited before the next: aiokafka puts every
+# ready partition of a node in one ProduceRequest, with no cap on its size; the Java
+# client caps a request at max.request.size (1 MiB: about 5,000 of these records).
+PER_PRODUCE = 5_000
 
 
 class Figures(NamedTuple):
@@ -124,39 +138,50 @@ def metadata_ms(bootstrap: str, expect: int) -> float:
 
 
 def produce_all(bootstrap: str, topics: list[tuple[str, int]]) -> float:
-    from confluent_kafka import Producer
+    return asyncio.run(_produce_all(bootstrap, topics))
 
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            **SLOW,
-            "acks": "all",
-            # librdkafka sends one partition per ProduceRequest: many in flight at once
-            # (one record per partition, so no order to keep) lets the node group-commit
-            # them instead of the client's round trips setting the pace.
-            "max.in.flight.requests.per.connection": 1000,
-            "linger.ms": 20,
-            "queue.buffering.max.messages": 1_000_000,
-            "message.timeout.ms": 3_000_000,
-            "topic.metadata.refresh.interval.ms": 600_000,
-        }
+
+async def _produce_all(bootstrap: str, topics: list[tuple[str, int]]) -> float:
+    """One record to every partition with aiokafka, as Kafka's Java producer sends: one
+    ProduceRequest per node carries every partition with a batch ready (up to
+    `max_request_size`). librdkafka sends a request per partition and its broker thread
+    walks all of a topic's partitions at each wake-up (each answer), whether they hold
+    records or not: at 100,000 partitions it spent minutes of its own CPU on that walk
+    while the node idled (docs/benchmarks.md)."""
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap,
+        acks="all",
+        linger_ms=20,
+        request_timeout_ms=SLOW["socket.timeout.ms"],
+        metadata_max_age_ms=600_000,
     )
-    errors: list[Any] = []
-
-    def on_delivery(err: Any, _msg: Any) -> None:
-        if err is not None:
-            errors.append(err)
-
-    producer.list_topics(timeout=900)  # the client's own metadata, outside the timing
-    start = time.perf_counter()
-    for name, count in topics:
-        for p in range(count):
-            producer.produce(name, RECORD, partition=p, on_delivery=on_delivery)
-        producer.poll(0)
-    left = producer.flush(3000)
-    elapsed = time.perf_counter() - start
-    if left or errors:
-        raise RuntimeError(f"{left} undelivered, {len(errors)} errors: {errors[:3]}")
+    await producer.start()
+    # aiokafka asks its metadata for the set of a topic's partitions twice per send, and
+    # builds that set anew each time: O(partitions) per record, hours of the client's CPU
+    # at 100,000. The topics are known and do not change here: the sets are built once.
+    cluster = producer.client.cluster
+    known = {name: frozenset(range(count)) for name, count in topics}
+    every = cluster.partitions_for_topic
+    cluster.partitions_for_topic = lambda topic: known.get(topic) or every(topic)
+    try:
+        for name, _ in topics:  # the client's own metadata, outside the timing
+            await producer.partitions_for(name)
+        every = [(name, p) for name, count in topics for p in range(count)]
+        results: list[Any] = []
+        start = time.perf_counter()
+        for i in range(0, len(every), PER_PRODUCE):
+            sent = [
+                await producer.send(n, RECORD, partition=p) for n, p in every[i : i + PER_PRODUCE]
+            ]
+            results += await asyncio.gather(*sent, return_exceptions=True)
+        elapsed = time.perf_counter() - start
+    finally:
+        await producer.stop()
+    errors = [r for r in results if isinstance(r, BaseException)]
+    if errors:
+        raise RuntimeError(f"{len(errors)} errors: {errors[:3]}")
     return elapsed
 
 

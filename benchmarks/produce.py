@@ -44,9 +44,9 @@ With `--security-protocol SASL_SSL` the run instead compares, on one node, SASL_
 (SCRAM-SHA-512) with plaintext (benchmarks/produce_security.py); its last line is
 exactly `produce MB/s over SASL_SSL: X, plaintext Y, ratio R`.
 
-With `--acls N` the run instead compares, on one node with Kafka's StandardAuthorizer
-on, produce with N ACLs on the cluster against produce with only the producer's own
-(benchmarks/produce_acls.py); its last line is exactly
+With `--acls N` the run instead compares, on two identical nodes with Kafka's
+StandardAuthorizer on, produce with N ACLs on the cluster against produce with only the
+producer's own (benchmarks/produce_acls.py); its last line is exactly
 `produce MB/s with N ACLs: X, without Y, ratio R`.
 
     python benchmarks/produce.py [--records N] [--store file|s3] [--latency-rate R]

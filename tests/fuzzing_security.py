@@ -20,7 +20,7 @@ import ssl
 import struct
 from dataclasses import dataclass, field
 
-from tests.fuzzing import mutate, synthetic_frame
+from tests.fuzzing import ANSWERED_GRACE_S, mutate, synthetic_frame
 from zonegate.proxy.codec import encode_request, request_type
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
@@ -136,8 +136,13 @@ async def _sasl_connection(
             writer.write(frame)
         await writer.drain()
         stats.frames += len(frames)
-        while True:
+        for _ in frames:
             await _read_frame(reader, read_timeout)
+            stats.answers += 1
+        # Every frame answered: only a close can follow (sent at once after the last
+        # answer), so waiting out the whole read timeout would be idle.
+        while True:
+            await _read_frame(reader, ANSWERED_GRACE_S)
             stats.answers += 1
     except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
         stats.closed_by_node += 1

@@ -36,8 +36,12 @@ def node_factory(tmp_path: Path) -> Iterator[NodeFactory]:
 def session_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningNode]:
     """One `zonegate serve` process shared by every test that asks for it in a session
     (the Java client and tools tests: a JVM per call is slow enough without a node per
-    test); such tests name their topics and groups uniquely."""
-    n = start_node(tmp_path_factory.mktemp("session-node"))
+    test); such tests name their topics and groups uniquely. A new group's first
+    assignment is not held 3 s for more members (group.initial.rebalance.delay.ms 0, as
+    tests/apache_kafka.py's broker): these tests' groups start with their one member."""
+    n = start_node(
+        tmp_path_factory.mktemp("session-node"), ["--group-initial-rebalance-delay-ms", "0"]
+    )
     try:
         yield n
     finally:

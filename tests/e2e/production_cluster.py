@@ -121,7 +121,8 @@ def longest_stall(producers: list[ZoneProducer], since: float, until: float) -> 
 
 
 def read_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list[str]:
-    """Every record of the topic, from the start of each partition."""
+    """Every record of the topic, from the start of each partition to its end offset
+    (read when called: the producers have stopped), or until nothing came for 10 s."""
     c = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -131,13 +132,25 @@ def read_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list
         }
     )
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    # Reading up to each partition's end offset is reading all of it: the 10 s of
+    # silence that also end the read are then not waited out after the last record.
+    ends = {
+        p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+        for p in range(partitions)
+    }
+    next_offset = dict.fromkeys(range(partitions), 0)
     out: list[str] = []
     idle_since = time.monotonic()
-    while time.monotonic() - idle_since < 10 and len(out) < expected + 1000:
+    while (
+        time.monotonic() - idle_since < 10
+        and len(out) < expected + 1000
+        and any(next_offset[p] < ends[p] for p in range(partitions))
+    ):
         m = c.poll(1.0)
         if m is None or m.error() is not None:
             continue
         out.append(m.value().decode())
+        next_offset[m.partition()] = m.offset() + 1
         idle_since = time.monotonic()
     c.close()
     return out

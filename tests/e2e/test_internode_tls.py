@@ -60,6 +60,8 @@ def node_args(root: Path, node_id: int, zone: str, meta: str, s3: MotoS3Server) 
         "--zone", zone, "--data-dir", str(root / f"node-{node_id}"), "--metastore", meta,
         "--object-store", "s3://zonegate-test/tls", "--s3-endpoint", s3.endpoint_url,
         "--s3-ca-bundle", str(s3.ca_file), "--num-partitions", "6", "--lease-ms", "3000",
+        # The one group here has one member: its first assignment not held 3 s for more.
+        "--group-initial-rebalance-delay-ms", "0",
     ]  # fmt: skip
 
 

@@ -95,7 +95,9 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stores]:
     tmp = tmp_path_factory.mktemp("keystores")
     pki = TestPki(tmp / "pki")
     node = SecureNode(tmp / "node", LISTENERS)
-    node.write_config(_properties(pki, node.ports))
+    # Each round trip's group has one member: Kafka's 3 s wait for more members before
+    # a new group's first assignment would only idle (tests/apache_kafka.py sets 0 too).
+    node.write_config({**_properties(pki, node.ports), "group.initial.rebalance.delay.ms": "0"})
     try:
         node.start()
         yield Stores(node, pki, pki.client("alice", "payments"))

@@ -62,6 +62,8 @@ def test_usage_records_expire_by_the_day_in_their_key() -> None:
 class _Catalog:
     """A catalog of topics and their rules, as maintenance/targets.py reads it."""
 
+    changes = 0  # never changes after it is built
+
     def __init__(self, *topics: TopicInfo) -> None:
         self._topics = {t.name: t for t in topics}
 

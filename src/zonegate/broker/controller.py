@@ -61,24 +61,10 @@ from zonegate.router.membership import Membership
 from zonegate.router.placement import place
 from zonegate.router.reachability import CutOffs
 from zonegate.runtime.clock import SYSTEM_CLOCK
+from zonegate.services.zone_probe import refuses
 
 log = logging.getLogger(__name__)
 LEASE = "controller"
-_PROBE_TIMEOUT_S = 0.5
-
-
-async def _refused(node: NodeRecord, dial: Mapping[str, str]) -> bool:
-    """Whether the node's leader RPC port refuses a connection: its process is gone."""
-    try:
-        _, writer = await asyncio.wait_for(
-            asyncio.open_connection(*dial_address(node, dial)), _PROBE_TIMEOUT_S
-        )
-    except ConnectionRefusedError:
-        return True
-    except (OSError, TimeoutError):
-        return False  # out of reach, not known dead: its lease decides
-    writer.close()
-    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +99,14 @@ class Controller:
         # reachable before it leads again (router/reachability.py).
         self._cut_offs = CutOffs(membership.lease_ms // 4, membership.lease_ms)
         self.is_active = False
+        # The topics as of a metadata version: a pass reads them again only when the
+        # version moved (a topic or a leader changed), not at every heartbeat, which at
+        # 100,000 partitions would cost seconds of CPU a second.
+        self._topics: tuple[int, list[TopicInfo]] | None = None
+        # What the last balance check was decided on (the metadata version, the live
+        # nodes and their zones): the same inputs give the same moves (balance.py is
+        # pure), so a check over unchanged ones is skipped.
+        self._balanced: tuple[int, tuple[tuple[int, str], ...]] | None = None
 
     async def run_once(self, meta: ClusterStore | None = None) -> int:
         """One pass, through `meta` when given (the lease keeper's own connection);
@@ -141,12 +135,25 @@ class Controller:
         live = [n for n in nodes if n.live(now) and n.node_id not in gone | cut]
         if not live:
             return 0
-        topics = await meta.list_topics()
+        version, topics = await self._read_topics(meta)
         moved = await self._fail_over(meta, live, topics)
         if moved == 0 and self._balance.enabled and now >= self._next_balance_ms:
             self._next_balance_ms = now + self._balance.interval_ms
-            moved = await self._rebalance(meta, live, topics)
+            inputs = (version, tuple(sorted((n.node_id, n.zone) for n in live)))
+            if inputs != self._balanced:
+                moved = await self._rebalance(meta, live, topics)
+                # Moves bump the version, so the next check decides again.
+                self._balanced = inputs
         return moved
+
+    async def _read_topics(self, meta: ClusterStore) -> tuple[int, list[TopicInfo]]:
+        """(the metadata version, the topics as of it or later), read from the store only
+        when the version moved since the last read. The version is read first: a change
+        landing between the two reads is read again at the next pass."""
+        version = await meta.metadata_version()
+        if self._topics is None or self._topics[0] != version:
+            self._topics = (version, await meta.list_topics())
+        return self._topics
 
     async def _fail_over(
         self, meta: ClusterStore, live: Sequence[NodeRecord], topics: Sequence[TopicInfo]
@@ -238,7 +245,7 @@ class Controller:
         ]
         if not silent:
             return set()
-        refused = await asyncio.gather(*(_refused(n, self._dial) for n in silent))
+        refused = await asyncio.gather(*(refuses(dial_address(n, self._dial)) for n in silent))
         gone = {n for n, r in zip(silent, refused, strict=True) if r}
         for n in gone:
             await meta.expire_node(n.node_id, n.incarnation)

@@ -127,6 +127,17 @@ class LogChanges:
         p = self._partitions.cached(stream_id)
         return p is not None and len(p.tail) == 0
 
+    def tail_mark(self, stream_id: int) -> tuple[int, int, int, int, int | None] | None:
+        """(leader epoch, log start, high watermark, tail length, tail's first offset) of
+        the partition held, None when not held: any change to its tail or head (an
+        append, a swap, a truncation, a reload) changes it. Compaction skips a partition
+        whose mark, among others, is as when it last found nothing to write."""
+        p = self._partitions.cached(stream_id)
+        if p is None:
+            return None
+        t = p.tail
+        return (p.leader_epoch, p.log_start_offset, p.high_watermark, len(t), t.first_offset)
+
     async def tail(self, stream_id: int) -> tuple[int, list[IndexEntry]]:
         """(leader epoch, the entries still in WAL objects, in offset order)."""
         p = await self._partitions.get(stream_id)

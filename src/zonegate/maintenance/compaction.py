@@ -52,8 +52,14 @@ topic's partition is then cleaned by key when due (maintenance/cleaning.py).
 The partition's stream objects just below a run are merged into its object by
 size tiers (`merge_previous`), so a slowly written partition keeps a few
 objects, not one per delay. Policy (`plan`: which runs of the tail to rewrite
-now; `merge_previous`) is a pure function of the entries, the time and the
-target; `Compactor` does the I/O.
+now; `merge_previous`; `replan_at`) is a pure function of the entries, the time
+and the target; `Compactor` does the I/O.
+
+A partition whose tail is not due yet (one record each to 100,000 partitions
+leaves 100,000 tails waiting their delay) is not planned again at every pass:
+its plan changes only with its tail, its head, its topic's configs or the time
+`replan_at` names, so a pass skips it until one of those moved, and costs a
+few dictionary lookups for it, not a plan.
 docs/storage.md, "Compaction: WAL ranges into stream objects", has the design.
 """
 
@@ -184,6 +190,36 @@ def merge_previous(
     return share is None or size + have < share
 
 
+def _delay_ms(target: Target, settings: CompactionSettings) -> int:
+    """How long a tail's oldest entry waits before the whole tail is written."""
+    delay = target.segment_ms
+    if target.cleaning is None:  # held: a compacted topic's cleaning waits for its ranges
+        delay = max(delay, settings.wal_hold_ms)
+    return min(delay, settings.max_delay_ms)
+
+
+def replan_at(
+    tail: Sequence[IndexEntry],
+    now_ms: int,
+    target: Target,
+    settings: CompactionSettings,
+    head_append_ms: int | None = None,
+) -> int:
+    """When `plan`, having found nothing to write in `tail` at `now_ms`, may first find
+    something over the same entries, head and target: when the oldest entry has waited
+    the delay, or when a partition at its retention.bytes passes the bound with its
+    oldest data kept (no longer `expires_first`). Before that every plan is empty too:
+    the time enters `plan` only through those two. `max_delay_ms` from now at the latest."""
+    at = now_ms + settings.max_delay_ms
+    if tail:
+        due = (tail[0].append_ms or 0) + _delay_ms(target, settings)
+        if due > now_ms:
+            at = min(at, due)
+    if head_append_ms is not None and head_append_ms + settings.max_delay_ms > now_ms:
+        at = min(at, head_append_ms + settings.max_delay_ms)
+    return at
+
+
 def plan(
     tail: Sequence[IndexEntry],
     now_ms: int,
@@ -198,11 +234,8 @@ def plan(
     if not tail:
         return []
     size_limit = object_limit(target, settings)
-    delay = target.segment_ms
+    delay = _delay_ms(target, settings)
     held = target.cleaning is None  # a compacted topic's cleaning waits for its ranges
-    if held:
-        delay = max(delay, settings.wal_hold_ms)
-    delay = min(delay, settings.max_delay_ms)
     window = object_window_ms(target)
     # By size: a run ends at the first segment boundary once it holds this share.
     share = target.retention_bytes // RETENTION_SHARE if target.retention_bytes >= 0 else None
@@ -263,6 +296,18 @@ def plan(
     return runs
 
 
+@dataclass(frozen=True, slots=True)
+class _Waiting:
+    """A partition whose plan found nothing to write: skipped by the passes until `due_ms`
+    unless its topic's target or its log (`mark`: LogChanges.tail_mark) changed."""
+
+    target: Target
+    mark: tuple[int, int, int, int, int | None]
+    due_ms: int
+    tail_bytes: int  # for the backlog figures of the passes that skip it
+    first_append_ms: int
+
+
 class Compactor:
     def __init__(
         self,
@@ -283,18 +328,37 @@ class Compactor:
         self._settings = settings or CompactionSettings()
         self.stats = CompactionStats()
         self.cleaning = CleaningTotals()
+        # The partitions whose tails are waiting (class _Waiting), as of the last pass;
+        # one per led partition with a tail at most.
+        self._waiting: dict[int, _Waiting] = {}
 
     async def run_once(self) -> None:
         backlog: dict[int, int] = {}
         oldest = 0
         now = self._clock.wall_ms()  # one instant for every partition of the pass
         written = self.stats.objects_written
+        waiting: dict[int, _Waiting] = {}
+        skipped_first: int | None = None  # the oldest append of the tails skipped
         with io_class("compaction"):
             for target in self._targets():
-                if target.cleaning is None and self._changes.settled(target.stream_id):
+                sid = target.stream_id
+                if target.cleaning is None and self._changes.settled(sid):
                     continue  # nothing in WAL objects (and no backlog to count)
+                w = self._waiting.get(sid)
+                if (
+                    w is not None
+                    and now < w.due_ms
+                    and (w.target is target or w.target == target)
+                    and w.mark == self._changes.tail_mark(sid)
+                ):
+                    waiting[sid] = w  # the same plan as last pass: nothing to write
+                    backlog[sid] = w.tail_bytes
+                    if skipped_first is None or w.first_append_ms < skipped_first:
+                        skipped_first = w.first_append_ms
+                    continue
                 try:
-                    await self._compact(target, now)
+                    if (w := await self._compact(target, now)) is not None:
+                        waiting[sid] = w
                     _, tail = await self._changes.tail(target.stream_id)
                 except UnknownStream:
                     continue  # deleted meanwhile
@@ -307,6 +371,9 @@ class Compactor:
                 if tail:
                     backlog[target.stream_id] = sum(e.length for e in tail)
                     oldest = max(oldest, self._clock.wall_ms() - (tail[0].append_ms or 0))
+        if skipped_first is not None:
+            oldest = max(oldest, self._clock.wall_ms() - skipped_first)
+        self._waiting = waiting  # partitions gone, settled or written drop out
         self.stats.per_partition = backlog
         self.stats.backlog_bytes = sum(backlog.values())
         self.stats.oldest_ms = oldest
@@ -314,13 +381,30 @@ class Compactor:
         if self.stats.objects_written > written and self._on_rewritten is not None:
             self._on_rewritten()
 
-    async def _compact(self, target: Target, now_ms: int) -> None:
+    async def _compact(self, target: Target, now_ms: int) -> _Waiting | None:
+        """Writes what the plan says is due; a `_Waiting` when nothing was."""
         epoch, tail = await self._changes.tail(target.stream_id)
-        head = (await self._changes.head(target.stream_id)).segments
+        view = await self._changes.head(target.stream_id)
+        head = view.segments
         # The start of the oldest segment's window: no later than its first append.
         head_ms = head[0].window * max(target.segment_ms, 1) if head else None
         kept = sum(s.bytes for s in head)
         runs = plan(tail, now_ms, target, self._settings, head_ms, kept)
+        # A compacted topic's partition is cleaned below at every pass (cleaning.py
+        # decides when it is due), so it never waits here.
+        if not runs and tail and target.cleaning is None:
+            # As LogChanges.tail_mark reads it, from the tail planned on: a change made
+            # while the head was read shows as a mark that differs.
+            mark = (
+                view.leader_epoch,
+                view.log_start_offset,
+                view.high_watermark,
+                len(tail),
+                tail[0].base_offset,
+            )
+            due = replan_at(tail, now_ms, target, self._settings, head_ms)
+            size = sum(e.length for e in tail)
+            return _Waiting(target, mark, due, size, tail[0].append_ms or 0)
         merged = (0, 0)  # earlier stream objects the first run starts with, their bytes
         for _ in range(
             MERGE_MAX_OBJECTS if runs and may_merge(runs[0], target, self._settings) else 0
@@ -332,7 +416,7 @@ class Compactor:
             merged = (merged[0] + 1, merged[1] + sum(e.length for e in below))
         for group in _swap_groups(runs, self._settings):
             if not await self._rewrite(target, epoch, group, merged):
-                return  # refused: the tail changed under us; the next pass replans
+                return None  # refused: the tail changed under us; the next pass replans
             merged = (0, 0)
         if target.cleaning is not None:
             with s3_purpose("cleaning"):
@@ -346,6 +430,7 @@ class Compactor:
                     object_bytes=self._settings.stream_object_bytes,
                     totals=self.cleaning,
                 )
+        return None
 
     async def _rewrite(
         self,

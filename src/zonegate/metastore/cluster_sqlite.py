@@ -31,8 +31,9 @@ class ClusterTables(SqliteTables):
         if row is None:
             return None
         topic_id, name = row
+        tid = uuid.UUID(topic_id)  # parsed once, not per partition
         parts = tuple(
-            PartitionInfo(uuid.UUID(topic_id), name, p, sid, leader, epoch, preferred)
+            PartitionInfo(tid, name, p, sid, leader, epoch, preferred)
             for p, sid, leader, epoch, preferred in db.execute(
                 "SELECT partition, stream_id, leader_node, leader_epoch, preferred_node "
                 "FROM partitions "
@@ -43,7 +44,7 @@ class ClusterTables(SqliteTables):
         configs = dict(
             db.execute("SELECT key, value FROM topic_configs WHERE topic_id = ?", (topic_id,))
         )
-        return TopicInfo(uuid.UUID(topic_id), name, parts, configs)
+        return TopicInfo(tid, name, parts, configs)
 
     async def create_topic(
         self, name: str, configs: dict[str, str], leaders: Sequence[int]

@@ -128,6 +128,7 @@ class PostgresMetaStore(
             timeout=_CONNECT_TIMEOUT_S,
             command_timeout=_COMMAND_TIMEOUT_S,
             server_settings={"idle_in_transaction_session_timeout": str(_IDLE_IN_TRANSACTION_MS)},
+            reset=_keep_session,
         )
         try:
             async with pool.acquire() as conn:
@@ -139,11 +140,22 @@ class PostgresMetaStore(
 
     async def _tx(self, fn: Callable[[Db], Awaitable[T]]) -> T:
         """`fn` in one transaction (READ COMMITTED, row locks where it takes them)."""
+        return await self._retried(fn, transaction=True)
+
+    async def _one(self, fn: Callable[[Db], Awaitable[T]]) -> T:
+        """`fn`'s one statement in the transaction the server makes for it: no BEGIN
+        and COMMIT of its own, so a single round trip (the leader's group commit)."""
+        return await self._retried(fn, transaction=False)
+
+    async def _retried(self, fn: Callable[[Db], Awaitable[T]], *, transaction: bool) -> T:
         for attempt in range(_RETRIES):
             try:
                 pool = await self._get_pool()
-                async with pool.acquire() as conn, conn.transaction():
-                    return await fn(conn)
+                async with pool.acquire() as conn:
+                    if not transaction:
+                        return await fn(conn)
+                    async with conn.transaction():
+                        return await fn(conn)
             except _AGAIN:
                 if attempt == _RETRIES - 1:
                     raise
@@ -219,6 +231,14 @@ async def migrate(conn: Db) -> int:
             )
             log.info("metadata store schema migrated to version %d", version)
     return LATEST
+
+
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """Nothing to undo when a connection goes back to the pool: the store sets no
+    session state (no SET, LISTEN, cursor or session advisory lock; the migration's
+    lock is the transaction's). asyncpg's default reset sends a statement for it on
+    every release, which the releasing caller waits for: a round trip added to each
+    call, the leader's group commit on every produce among them."""
 
 
 def _refusal(dsn: str, exc: asyncpg.PostgresError) -> str:

@@ -3,9 +3,14 @@ statement by statement as streams_sqlite.py."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Sequence
 
+import asyncpg
+
+from zonegate.metastore.models import MetaStoreUnavailable
 from zonegate.metastore.streams_sqlite import (
     _ABORTED,
     _ENTRY,
@@ -94,57 +99,53 @@ class StreamTables(PostgresTables):
         return await self._read(fn)
 
     async def commit_appends(self, commits: Sequence[PartitionCommit]) -> set[int]:
-        # One statement per kind of row for the whole cycle, as SQLite's: this runs on
-        # every produce's path, and each statement is a round trip to the server.
-        async def fn(db: Db) -> set[int]:
-            ids = sorted(c.stream_id for c in commits)
-            # The rows stay locked to the commit, so a leader move (which locks them
-            # too, in the same order) lands wholly before or wholly after this.
-            epochs = {
-                r[0]: r[1]
-                for r in await db.fetch(
-                    "SELECT stream_id, leader_epoch FROM partitions WHERE stream_id = ANY($1) "
-                    "ORDER BY stream_id FOR UPDATE",
-                    ids,
-                )
-            }
-            fenced = {c.stream_id for c in commits if epochs.get(c.stream_id) != c.leader_epoch}
-            live = [c for c in commits if c.stream_id not in fenced]
-            if not live:
-                return fenced
-            await db.execute(
-                "UPDATE partitions p SET next_offset = v.next FROM "
-                "unnest($1::bigint[], $2::bigint[]) AS v(sid, next) WHERE p.stream_id = v.sid",
-                [c.stream_id for c in live],
-                [c.next_offset for c in live],
-            )
-            await _insert_entries(db, [(c.stream_id, e) for c in live for e in c.entries])
-            producers = [(c.stream_id, p) for c in live for p in c.producers]
-            if producers:
-                await db.execute(
-                    f"INSERT INTO producer_state (stream_id, {_PRODUCER}) "
-                    "SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[], "
-                    "$5::int[], $6::bigint[]) "
-                    "ON CONFLICT (stream_id, producer_id) DO UPDATE "
-                    "SET epoch = excluded.epoch, batches = excluded.batches, "
-                    "coordinator_epoch = excluded.coordinator_epoch, "
-                    "txn_first_offset = excluded.txn_first_offset",
-                    [sid for sid, _ in producers],
-                    [p.producer_id for _, p in producers],
-                    [p.epoch for _, p in producers],
-                    [_batches_json(p.batches) for _, p in producers],
-                    [p.coordinator_epoch for _, p in producers],
-                    [p.txn_first_offset for _, p in producers],
-                )
-            aborted = [(c.stream_id, *aborted_values(a)) for c in live for a in c.aborted]
-            if aborted:  # only a cycle with an abort marker pays the round trip
-                await db.executemany(
-                    f"INSERT INTO aborted_txns (stream_id, {_ABORTED}) VALUES ($1, $2, $3, $4, $5)",
-                    aborted,
-                )
-            return fenced
+        # One statement, run as its own transaction: one round trip to the server for
+        # the whole group commit, which is on every produce's path (a leader's link to
+        # the server slowed by d adds d to its produces, not six times d).
+        entries = [(c.stream_id, e) for c in commits for e in c.entries]
+        producers = [(c.stream_id, p) for c in commits for p in c.producers]
+        args = (
+            [c.stream_id for c in commits],
+            [c.leader_epoch for c in commits],
+            [c.next_offset for c in commits],
+            [c.entries[0].base_offset if c.entries else -1 for c in commits],
+            [c.entries[0].object_key if c.entries else "" for c in commits],
+            [c.entries[0].position if c.entries else -1 for c in commits],
+            *_entry_columns(entries),
+            [sid for sid, _ in producers],
+            [p.producer_id for _, p in producers],
+            [p.epoch for _, p in producers],
+            [_batches_json(p.batches) for _, p in producers],
+            [p.coordinator_epoch for _, p in producers],
+            [p.txn_first_offset for _, p in producers],
+            *_aborted_columns([(c.stream_id, a) for c in commits for a in c.aborted]),
+        )
 
-        return await self._tx(fn)
+        async def fn(db: Db) -> set[int]:
+            return {int(r[0]) for r in await db.fetch(_COMMIT, *args)}
+
+        # A connection lost with the statement sent leaves its outcome unknown: the
+        # server may have committed it. The statement is idempotent (a commit whose
+        # first entry is already indexed lands nothing again and is not fenced), so it
+        # is sent again until the server answers or `_COMMIT_RETRY_S` passes: the
+        # leader learns the outcome itself instead of answering REQUEST_TIMED_OUT,
+        # which a client may resolve by re-sending the records under a new producer
+        # epoch (librdkafka's epoch bump after a gap elsewhere), duplicating them.
+        deadline = time.monotonic() + _COMMIT_RETRY_S
+        sent = False
+        while True:
+            try:
+                return await self._one(fn)
+            except MetaStoreUnavailable:
+                if time.monotonic() >= deadline:
+                    raise
+                sent = True
+            except asyncpg.UniqueViolationError:
+                # A resend that raced the lost attempt's own commit (its snapshot
+                # predates it): the next send sees that attempt's entries.
+                if not sent or time.monotonic() >= deadline:
+                    raise
+            await asyncio.sleep(_COMMIT_RETRY_PAUSE_S)
 
     async def read_entries(
         self, stream_id: int, offset: int, *, to_offset: int | None = None, limit: int = 500
@@ -257,6 +258,65 @@ class StreamTables(PostgresTables):
 
 _MAX_OFFSET = (1 << 63) - 1
 
+_COMMIT_RETRY_S = 5.0  # a lost commit is sent again for this long (a flapping link)
+_COMMIT_RETRY_PAUSE_S = 0.1
+
+# The group commit (commit_appends) as one statement; returns the stream ids fenced.
+# `locked` takes the partitions' row locks in stream id order, as a leader move
+# takes them, so the two never wait on each other in a circle and one lands wholly
+# before the other; waiting for a lock, READ COMMITTED reads the row as the other
+# transaction left it, so an epoch moved meanwhile fences. A partition with no row
+# is fenced, as one whose epoch moved. Of the others, one whose first entry is
+# already indexed at its offset (same object, same position) is this very commit
+# sent again after a lost answer: it lands nothing twice. The rest (`todo`) get
+# their next offset, entries and producer states.
+_COMMIT = f"""
+WITH c AS (
+    SELECT * FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::text[],
+        $6::bigint[]) AS c(sid, epoch, next, start, key, pos)
+), locked AS MATERIALIZED (
+    SELECT stream_id, leader_epoch FROM partitions WHERE stream_id = ANY($1::bigint[])
+    ORDER BY stream_id FOR UPDATE
+), live AS MATERIALIZED (
+    SELECT c.sid, c.next, EXISTS (
+        SELECT 1 FROM stream_index i WHERE i.stream_id = c.sid AND i.base_offset = c.start
+        AND i.object_key = c.key AND i.position = c.pos
+    ) AS landed FROM c
+    JOIN locked ON locked.stream_id = c.sid AND locked.leader_epoch = c.epoch
+), todo AS MATERIALIZED (
+    SELECT sid, next FROM live WHERE NOT landed
+), moved AS (
+    UPDATE partitions p SET next_offset = todo.next FROM todo WHERE p.stream_id = todo.sid
+), indexed AS (
+    INSERT INTO stream_index (stream_id, {_ENTRY})
+    SELECT * FROM unnest($7::bigint[], $8::bigint[], $9::bigint[], $10::text[],
+        $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[])
+        AS e(sid, base, last, key, pos, len, ts, ms)
+    WHERE e.sid IN (SELECT sid FROM todo)
+), produced AS (
+    INSERT INTO producer_state (stream_id, {_PRODUCER})
+    SELECT * FROM unnest($15::bigint[], $16::bigint[], $17::int[], $18::text[],
+        $19::int[], $20::bigint[]) AS s(sid, pid, epoch, batches, cepoch, first)
+    WHERE s.sid IN (SELECT sid FROM todo)
+    ON CONFLICT (stream_id, producer_id) DO UPDATE
+    SET epoch = excluded.epoch, batches = excluded.batches,
+        coordinator_epoch = excluded.coordinator_epoch,
+        txn_first_offset = excluded.txn_first_offset
+), aborted AS (
+    INSERT INTO aborted_txns (stream_id, {_ABORTED})
+    SELECT * FROM unnest($21::bigint[], $22::bigint[], $23::bigint[], $24::bigint[],
+        $25::bigint[]) AS a(sid, pid, first, last, lso)
+    WHERE a.sid IN (SELECT sid FROM todo)
+)
+SELECT sid FROM c WHERE sid NOT IN (SELECT sid FROM live)
+"""
+
+
+def _aborted_columns(rows: Sequence[tuple[int, AbortedTxn]]) -> list[list[int]]:
+    """aborted_txns' column arrays for (stream id, aborted transaction) rows, to unnest."""
+    values = [(sid, *aborted_values(a)) for sid, a in rows]
+    return [[v[i] for v in values] for i in range(5)]
+
 
 async def _insert_entries(db: Db, rows: Sequence[tuple[int, IndexEntry]]) -> None:
     """Inserts (stream id, entry) rows in one statement: a column array each, unnested."""
@@ -264,6 +324,14 @@ async def _insert_entries(db: Db, rows: Sequence[tuple[int, IndexEntry]]) -> Non
         f"INSERT INTO stream_index (stream_id, {_ENTRY}) SELECT * FROM unnest("
         "$1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::bigint[], "
         "$6::bigint[], $7::bigint[], $8::bigint[])",
+        *_entry_columns(rows),
+    )
+
+
+def _entry_columns(rows: Sequence[tuple[int, IndexEntry]]) -> list[list[object]]:
+    """(stream id, entry) rows as the column arrays of stream_index's insert, in
+    `_ENTRY`'s order after the stream id: unnested by `_insert_entries` and `_COMMIT`."""
+    return [
         [sid for sid, _ in rows],
         [e.base_offset for _, e in rows],
         [e.last_offset for _, e in rows],
@@ -272,7 +340,7 @@ async def _insert_entries(db: Db, rows: Sequence[tuple[int, IndexEntry]]) -> Non
         [e.length for _, e in rows],
         [e.max_timestamp for _, e in rows],
         [e.append_ms for _, e in rows],
-    )
+    ]
 
 
 async def _fenced_log_start(db: Db, stream_id: int, leader_epoch: int) -> int:

@@ -286,6 +286,11 @@ class PostgresTables(ABC):
         """`fn` in one read-write transaction; deadlocks are run again."""
 
     @abstractmethod
+    async def _one(self, fn: Callable[[Db], Awaitable[T]]) -> T:
+        """`fn`, which sends one statement, as that statement's own transaction: one
+        round trip; deadlocks are run again."""
+
+    @abstractmethod
     async def _read(self, fn: Callable[[Db], Awaitable[T]]) -> T:
         """`fn` in one read-only snapshot, waiting for no writer."""
 

@@ -12,6 +12,7 @@ import asyncio
 import collections
 import itertools
 import logging
+import threading
 import time
 from typing import TYPE_CHECKING, Any, cast
 
@@ -29,7 +30,8 @@ from zonegate.proxy.gate import RAW_TOKEN
 from zonegate.proxy.registry import HandlerRegistry
 from zonegate.proxy.secured import SecuredConnection
 from zonegate.proxy.throttling import BusyTime, timed, with_throttle
-from zonegate.proxy.tls import TlsSession
+from zonegate.proxy.tls import TlsError, TlsSession
+from zonegate.proxy.tls_frames import TlsFrameReader
 from zonegate.runtime.principal import acting_for
 from zonegate.services.api import ANONYMOUS
 
@@ -44,7 +46,10 @@ log = logging.getLogger(__name__)
 _connection_ids = itertools.count(1)
 
 
-class KafkaConnection(SecuredConnection, asyncio.Protocol):
+class KafkaConnection(SecuredConnection, asyncio.BaseProtocol):
+    """A plaintext listener's connection: the event loop hands it the bytes it read
+    (`data_received`); TlsKafkaConnection, below, reads into a buffer of its own."""
+
     def __init__(
         self,
         services: Services,
@@ -56,7 +61,9 @@ class KafkaConnection(SecuredConnection, asyncio.Protocol):
         self._registry = registry
         self._config = config
         self._server = server
-        self._decoder = FrameDecoder(config.max_request_bytes)
+        # TLS listeners: a TlsFrameReader once the connection opens, framing the
+        # session's records as they are decrypted.
+        self._decoder: FrameDecoder | TlsFrameReader = FrameDecoder(config.max_request_bytes)
         # (correlation id, api key, handler task, context, request, its busy time, its
         # bytes) in arrival order
         self._pending: collections.deque[
@@ -106,6 +113,7 @@ class KafkaConnection(SecuredConnection, asyncio.Protocol):
         loop = asyncio.get_running_loop()
         if self._server.contexts is not None:
             self._tls = TlsSession(self._server.contexts.current())
+            self._decoder = TlsFrameReader(self._tls, self._config.max_request_bytes)
             self._handshake_timer = loop.call_later(
                 self._config.handshake_timeout_s, self._handshake_timed_out
             )
@@ -139,19 +147,25 @@ class KafkaConnection(SecuredConnection, asyncio.Protocol):
         self._can_write.set()
         self._resume_reading("writes")
 
-    def data_received(self, data: bytes) -> None:
+    def data_received(self, data: bytes | memoryview) -> None:
+        """Plaintext: the loop's own bytes, which the decoder keeps. TLS: a view of the
+        read buffer (TlsKafkaConnection), which the session's BIO copies at once."""
         if self._closed:
             return
-        if self._first_bytes and data:
-            self._first_bytes = False
-            if self._tls is None and data[:2] == b"\x16\x03":
-                self.abort(f"a TLS handshake on listener {self._config.name}, which is plaintext")
-                return
-        if self._tls is not None:
-            data = self._tls_received(data)
-            if not data:
-                return
-        self._decoder.receive_data(data)
+        if self._tls is None:
+            assert isinstance(data, bytes)
+            if self._first_bytes and data:
+                self._first_bytes = False
+                if data[:2] == b"\x16\x03":
+                    self.abort(
+                        f"a TLS handshake on listener {self._config.name}, which is plaintext"
+                    )
+                    return
+            self._decoder.receive_data(data)
+        elif self._tls.handshake_done:
+            self._tls.feed(data)
+        elif not self._tls_handshake(data):
+            return  # not done yet, or failed: the records after it wait in the session
         self._read_frames()
 
     def _read_frames(self) -> None:
@@ -175,9 +189,13 @@ class KafkaConnection(SecuredConnection, asyncio.Protocol):
                 if self._server.capture.active:
                     self._server.capture.record(frame)
                 self._held.append(frame)
+            if self._tls is not None and not self._tls_flush():
+                return
             self._dispatch_held()
         except PeerProtocolError as exc:
             self.abort(exc.reason)
+        except TlsError as exc:
+            self.abort(f"{exc.reason} (listener {self._config.name})")
 
     def _memory_freed(self) -> None:
         if self._closed:
@@ -444,3 +462,28 @@ class KafkaConnection(SecuredConnection, asyncio.Protocol):
         while self._pending and not self._closed:
             await asyncio.wait([self._pending[-1][2]])
             await asyncio.sleep(0)  # let the write loop send the answer
+
+
+# What one read from a TLS connection's socket may take: the event loop's own read size
+# (uvloop's and asyncio's are 256 KiB).
+TLS_READ_BYTES = 256 * 1024
+_read_local = threading.local()
+
+
+class TlsKafkaConnection(KafkaConnection, asyncio.BufferedProtocol):
+    """A TLS listener's connection: the ciphertext is read straight into a buffer the
+    thread's TLS connections share and goes from there into the session's memory BIO,
+    instead of into bytes of its own per read (an allocation and a copy more than
+    needed: the BIO takes its own copy anyway). One buffer serves every connection: the
+    event loop fills it and calls `buffer_updated` before any other read, which
+    consumes it at once."""
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        view: memoryview | None = getattr(_read_local, "view", None)
+        if view is None:
+            view = _read_local.view = memoryview(bytearray(TLS_READ_BYTES))
+        return view
+
+    def buffer_updated(self, nbytes: int) -> None:
+        view: memoryview = _read_local.view
+        self.data_received(view[:nbytes])

@@ -78,30 +78,41 @@ class SecuredConnection:
             data = self._tls.send(data)
         self._transport.write(data)
 
-    def _tls_received(self, data: bytes) -> bytes:
-        """The application bytes in `data`; sends what TLS answers (handshake records)."""
+    def _tls_handshake(self, data: bytes | memoryview) -> bool:
+        """Moves the handshake on with `data` and sends what TLS answers; True once it is
+        done and the connection may read frames (the records after the handshake's last
+        flight wait in the session for the frame reader)."""
         assert self._tls is not None and self._transport is not None
-        was_done = self._tls.handshake_done
         try:
-            app, out = self._tls.receive(data)
+            out = self._tls.handshake(data)
         except TlsError as exc:
             self.abort(f"{exc.reason} (listener {self._config.name})")
-            return b""
+            return False
         if out:
             self._transport.write(out)
         if self._tls.peer_closed:
-            # The client closed its side of TLS (our close_notify is in `out`): it
-            # sends nothing more, so the connection ends here, quietly.
             self.abort("the client closed the TLS session", logging.DEBUG)
-            return b""
-        if self._tls.handshake_done and not was_done:
-            if self._handshake_timer is not None:
-                self._handshake_timer.cancel()
-                self._handshake_timer = None
-            self.peer_dn = self._tls.peer_dn()
-            if not self._start_auth(self.peer_dn):
-                return b""
-        return app
+            return False
+        if not self._tls.handshake_done:
+            return False
+        if self._handshake_timer is not None:
+            self._handshake_timer.cancel()
+            self._handshake_timer = None
+        self.peer_dn = self._tls.peer_dn()
+        return self._start_auth(self.peer_dn)
+
+    def _tls_flush(self) -> bool:
+        """Sends what TLS itself has to say after records were read (session tickets, a
+        KeyUpdate answer, our close_notify); False when the client closed its side: it
+        sends nothing more, so the connection ends here, quietly."""
+        assert self._tls is not None and self._transport is not None
+        out = self._tls.outgoing()
+        if out:
+            self._transport.write(out)
+        if self._tls.peer_closed:
+            self.abort("the client closed the TLS session", logging.DEBUG)
+            return False
+        return True
 
     async def _raw_token(self, auth: ConnectionAuth, token: bytes) -> AuthStep:
         await auth.prepare(token)  # OAUTHBEARER: the JWKS, when stale or missing a key

@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from zonegate.proxy.connection import KafkaConnection
+from zonegate.proxy.connection import KafkaConnection, TlsKafkaConnection
 from zonegate.proxy.faults import FaultInjector, FrameCapture
 from zonegate.proxy.gate import ListenerGate
 from zonegate.proxy.memory import RequestMemory
@@ -107,8 +107,10 @@ class KafkaServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        # TLS listeners read into a buffer of their own (proxy/connection.py).
+        connection = KafkaConnection if self.contexts is None else TlsKafkaConnection
         self._server = await loop.create_server(
-            lambda: KafkaConnection(self._services, self._registry, self._config, self),
+            lambda: connection(self._services, self._registry, self._config, self),
             self._config.host,
             self._config.port,
             reuse_address=True,

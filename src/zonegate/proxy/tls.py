@@ -2,11 +2,12 @@
 read by proxy/keystores.py: PEM, PKCS12, inline PEM), re-read when their files
 change, and one `TlsSession` per connection (bytes in, bytes out).
 
-The listener's asyncio protocol feeds the socket's bytes to `TlsSession.receive` and
-writes what it returns; the session owns an `ssl.SSLObject` over two memory BIOs, as
-asyncio's own TLS transport does, so the protocol sees when a handshake starts and
-ends, can time it out and say why it failed, and picks the context of each
-connection when it opens: after a certificate rotation (cert-manager rewriting the
+The listener's asyncio protocol feeds the socket's bytes to `TlsSession.handshake`,
+then to `feed`, and writes what they return; its frames are decrypted by
+proxy/tls_frames.py through `fill`. The session owns an `ssl.SSLObject` over two
+memory BIOs, as asyncio's own TLS transport does, so the protocol sees when a
+handshake starts and ends, can time it out and say why it failed, and picks the
+context of each connection when it opens: after a certificate rotation (cert-manager rewriting the
 files) new connections get the new certificate and the open ones keep theirs.
 
 `TlsSession.peer_dn` is the client certificate's subject as Java's
@@ -220,7 +221,7 @@ class TlsError(Exception):
         self.reason = reason
 
 
-def plaintext_kafka(first: bytes) -> bool:
+def plaintext_kafka(first: bytes | memoryview) -> bool:
     """Whether bytes that should open a TLS handshake look like a Kafka request instead:
     a TLS record starts with 0x16 (handshake) then version 3.x; a Kafka request with a
     4-byte big-endian size, whose first byte is 0 for any size under 16 MiB."""
@@ -228,8 +229,11 @@ def plaintext_kafka(first: bytes) -> bool:
 
 
 class TlsSession:
-    """One connection's TLS, sans-IO: `receive(bytes)` -> (application bytes, bytes to
-    send); `send(bytes)` -> bytes to send. TlsError when the peer breaks TLS."""
+    """One connection's TLS, sans-IO: `handshake(bytes)` -> bytes to send; then
+    `feed(bytes)` and `fill(buffer)` -> application bytes decrypted into it, `outgoing()`
+    -> what TLS itself sends; `send(bytes)` -> bytes to send. `receive(bytes)` ->
+    (application bytes, bytes to send) does it all at once, for tests and tools.
+    TlsError when the peer breaks TLS."""
 
     def __init__(self, context: ssl.SSLContext) -> None:
         self._incoming = ssl.MemoryBIO()
@@ -240,6 +244,22 @@ class TlsSession:
         self.peer_closed = False  # the client sent close_notify: it is done
 
     def receive(self, data: bytes) -> tuple[bytes, bytes]:
+        """The handshake, then every application byte of the records received so far."""
+        out = self.handshake(data)
+        if not self.handshake_done or self.peer_closed:
+            return b"", out
+        try:
+            app = self._decrypt()
+        except ssl.SSLZeroReturnError:
+            self._answer_close()
+            app = b""
+        except ssl.SSLError as exc:
+            raise TlsError(f"TLS failed: {exc.reason or exc}") from None
+        return app, out + self._outgoing.read()
+
+    def handshake(self, data: bytes | memoryview) -> bytes:
+        """Takes `data` and moves the handshake on; the bytes to send. Application records
+        that came with the handshake's last flight stay in the session for `read_into`."""
         if not self._seen_bytes and data:
             self._seen_bytes = True
             if plaintext_kafka(data):
@@ -247,20 +267,55 @@ class TlsSession:
             if data[0] != 0x16:
                 raise TlsError(f"not a TLS handshake (first byte 0x{data[0]:02x})")
         self._incoming.write(data)
-        try:
-            if not self.handshake_done:
-                try:
-                    self._obj.do_handshake()
-                except ssl.SSLWantReadError:
-                    return b"", self._outgoing.read()
+        if not self.handshake_done:
+            try:
+                self._obj.do_handshake()
+            except ssl.SSLWantReadError:
+                pass
+            except ssl.SSLZeroReturnError:
+                self._answer_close()
+            except ssl.SSLError as exc:
+                raise TlsError(f"TLS failed: {exc.reason or exc}") from None
+            else:
                 self.handshake_done = True
-            app = self._decrypt()
-        except ssl.SSLZeroReturnError:
+        return self._outgoing.read()
+
+    def feed(self, data: bytes | memoryview) -> None:
+        """Records received after the handshake, decrypted later by `fill`."""
+        self._incoming.write(data)
+
+    def fill(self, view: memoryview) -> int:
+        """Decrypts into `view` until it is full or no whole record is left: the count.
+        Once the client has closed its side (close_notify, answered: see `outgoing`),
+        `peer_closed` is set and nothing more comes. TlsError when the records are not
+        valid. OpenSSL gives at most one record per read, and some clients send a record
+        per message (librdkafka: one per payload it does not copy, 1 KiB in the
+        benchmark), so this loop runs per record: kept to the read call itself."""
+        if self.peer_closed:
+            return 0
+        read = self._obj.read
+        size = len(view)
+        n = 0
+        try:
+            while n < size:
+                # With a buffer, read returns the count (typeshed says bytes).
+                got: int = read(size - n, view[n:])  # type: ignore[assignment]
+                if not got:  # close_notify from the peer: keep what came before it
+                    self._answer_close()
+                    break
+                n += got
+        except ssl.SSLWantReadError:
+            pass
+        except ssl.SSLZeroReturnError:  # close_notify, said the other way
             self._answer_close()
-            app = b""
         except ssl.SSLError as exc:
             raise TlsError(f"TLS failed: {exc.reason or exc}") from None
-        return app, self._outgoing.read()
+        return n
+
+    def outgoing(self) -> bytes:
+        """What TLS itself has to send: a close_notify answering the client's, session
+        tickets, a TLS 1.3 KeyUpdate answer."""
+        return self._outgoing.read()
 
     def _decrypt(self) -> bytes:
         """All the application data the records received so far hold.

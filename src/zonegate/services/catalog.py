@@ -98,6 +98,12 @@ class Catalog:
         self.listeners: list[Callable[[dict[int, PartitionInfo]], None]] = []
 
     @property
+    def changes(self) -> int:
+        """Counts the changes to this cache (topics, partitions, leaders, configs): what
+        is derived from it may be kept while the count stands (maintenance/targets.py)."""
+        return self._writes
+
+    @property
     def default_partitions(self) -> int:
         return self._default_partitions
 
