@@ -262,3 +262,35 @@ def test_a_timed_out_transaction_is_aborted_by_the_coordinator(txn_node: Running
     after.produce(topic, value=b"after", partition=0)
     after.commit_transaction(30)
     assert _values(_read(bootstrap, topic, 1, "read_committed")) == [b"after"]
+
+
+def test_aiokafka_commit_and_abort(txn_node: RunningNode) -> None:
+    """aiokafka's transactional producer (its own protocol code, transaction version 1)."""
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    bootstrap, topic = txn_node.bootstrap, "txn-aio"
+    clients.ck_create_topic(bootstrap, topic, 1)
+
+    async def run() -> None:
+        p = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id="txn-aio-id")
+        await p.start()
+        try:
+            async with p.transaction():
+                for i in range(5):
+                    await p.send(topic, b"kept%d" % i, partition=0)
+            await p.begin_transaction()
+            for i in range(5):
+                await p.send(topic, b"dropped%d" % i, partition=0)
+            await p.abort_transaction()
+            async with p.transaction():
+                await p.send(topic, b"last", partition=0)
+        finally:
+            await p.stop()
+
+    asyncio.run(run())
+    assert _values(_read(bootstrap, topic, 1, "read_committed")) == sorted(
+        [b"kept%d" % i for i in range(5)] + [b"last"]
+    )
+    assert len(_read(bootstrap, topic, 1, "read_uncommitted")) == 11
