@@ -1,7 +1,8 @@
 """Transactional data through the compactor's real cleaning path (maintenance/compaction.py
 then maintenance/cleaning.py) of a compacted partition: an aborted transaction's record
 goes at the first round, its index entry once none of its batches is left, its marker
-at the delete horizon; the committed transaction's record and marker stay; a
+at the delete horizon; the committed transaction's record and marker stay; an open
+transaction (at or above the LSO) is left untouched until it commits; a
 read_committed Fetch answers the same records throughout, and a new leader loads the
 index the cleaning left.
 
@@ -35,7 +36,7 @@ from zonegate.services.api import FetchPartition
 from zonegate.services.read_path import ReadService
 from zonegate.services.txn_markers import WalMarkerWriter
 from zonegate.services.txn_routing import RoutedTxns
-from zonegate.storage.cleaner import CleanerConfig
+from zonegate.storage.cleaner import CleanerConfig, clean_mark
 from zonegate.storage.log_cache import LogCache
 from zonegate.storage.reader import StreamReader
 from zonegate.storage.stream_objects import is_stream_key
@@ -185,6 +186,38 @@ def test_the_compactor_cleans_transactional_data_by_kafkas_rules(tmp_path: Path)
             assert compactor.cleaning.cleanings == 3
             assert await fetch(True) == (visible, [4], ())
             assert await fetch(False) == (visible, [4], ())
+
+            # k3 written again (dirt below), then, in a later segment, an open
+            # transaction (first offset 8, the LSO) and a later plain value of its key,
+            # 15 s before that segment's window closes: 20 s later the segment is closed
+            # and compacted, and the transaction (60 s timeout) still open. The round
+            # cleans below the LSO and leaves the transaction and all after untouched.
+            assert await append(b"k3") == 7
+            await clock.advance((2 * HOUR - clock.wall_ms() % HOUR - 15_000) / 1000)
+            added = await txns.add_partitions(TID, pid, epoch, [("t", 0)], TV0)
+            assert added.error == E.none
+            assert await append(b"k1", pid, epoch, 2) == 8
+            assert await append(b"k1") == 9
+            await clock.advance(20)
+            await compactor.run_once()
+            assert role.describe(TID).state == "Ongoing"
+            assert compactor.cleaning.cleanings == 4
+            idx = await leader.read_index(sid, 8, 1 << 20)
+            spans = [(e.base_offset, e.last_offset) for e in idx.entries]
+            assert spans == [(8, 9)]  # one chunk of the compacted object, as written
+            assert not clean_mark(idx.entries[0].object_key)[0]  # cleaning never wrote it
+            assert is_stream_key(idx.entries[0].object_key)
+            records, _, _ = await fetch(False)
+            assert records[-3:] == [(7, b"k3"), (8, b"k1"), (9, b"k1")]
+            below = [(0, b"k1"), (3, b"k2"), (6, b"k4"), (7, b"k3")]  # k3 at 5 went
+            assert await fetch(True) == (below, [4], ())
+            # Committed: the next round cleans it by the key rules (k1's plain value wins).
+            assert (await txns.end_txn(TID, pid, epoch, True, TV0)).error == E.none
+            await until(lambda: role.describe(TID).state == "CompleteCommit")
+            await clean_after(2)
+            records, markers, _ = await fetch(True)
+            assert records == [(3, b"k2"), (6, b"k4"), (7, b"k3"), (9, b"k1")]
+            assert markers == [4, 10]
         finally:
             await role.stop()
             await wal.close()
