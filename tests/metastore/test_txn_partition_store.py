@@ -63,3 +63,18 @@ async def test_retention_drops_aborted_entries_whose_marker_is_below_the_log_sta
     assert (await store.load_partition(sid)).aborted == (first, second), "its marker is kept"
     assert await store.truncate_head(sid, 0, 4) == 4
     assert (await store.load_partition(sid)).aborted == (second,)
+
+
+async def test_a_cleaning_swap_drops_the_aborted_entries_it_names(store: MetaStore) -> None:
+    """Cleaning removed an aborted transaction's records and marker: its entry goes in
+    the swap's own transaction; a refused swap drops nothing."""
+    sid = (await store.create_topic("t", {}, [1])).partitions[0].stream_id
+    first, second = AbortedTxn(7, 0, 1, 2), AbortedTxn(8, 2, 3, 4)
+    await _commit(store, sid, 0, ProducerEntry(7, 0, ()), (first,))
+    await _commit(store, sid, 2, ProducerEntry(8, 0, ()), (second,))
+    old = await store.read_index(sid)
+    new = [dataclasses.replace(e, object_key="streams/x") for e in old]
+    assert not await store.replace_entries(sid, 0, [*old[:1], new[1]], new, drop_aborted=[1])
+    assert (await store.load_partition(sid)).aborted == (first, second)
+    assert await store.replace_entries(sid, 0, old, new, drop_aborted=[1])
+    assert (await store.load_partition(sid)).aborted == (second,)

@@ -205,6 +205,8 @@ class StreamTables(PostgresTables):
         leader_epoch: int,
         old: Sequence[IndexEntry],
         new: Sequence[IndexEntry],
+        *,
+        drop_aborted: Sequence[int] = (),
     ) -> bool:
         if not old:
             raise ValueError("nothing to replace")
@@ -229,6 +231,13 @@ class StreamTables(PostgresTables):
                 bases,
             )
             await _insert_entries(db, [(stream_id, e) for e in new if e.last_offset >= start])
+            if drop_aborted:
+                await db.execute(
+                    "DELETE FROM aborted_txns WHERE stream_id = $1 "
+                    "AND last_offset = ANY($2::bigint[])",
+                    stream_id,
+                    list(drop_aborted),
+                )
             return True
 
         return await self._tx(fn)

@@ -185,6 +185,8 @@ class StreamTables(SqliteTables):
         leader_epoch: int,
         old: Sequence[IndexEntry],
         new: Sequence[IndexEntry],
+        *,
+        drop_aborted: Sequence[int] = (),
     ) -> bool:
         def fn(db: sqlite3.Connection) -> bool:
             start = _fenced_log_start(db, stream_id, leader_epoch)
@@ -204,6 +206,10 @@ class StreamTables(SqliteTables):
             db.executemany(
                 _INSERT_ENTRY,
                 [(stream_id, *entry_values(e)) for e in new if e.last_offset >= start],
+            )
+            db.executemany(
+                "DELETE FROM aborted_txns WHERE stream_id = ? AND last_offset = ?",
+                [(stream_id, m) for m in drop_aborted],
             )
             return True
 

@@ -172,12 +172,16 @@ class StreamStore(Protocol):
         leader_epoch: int,
         old: Sequence[IndexEntry],
         new: Sequence[IndexEntry],
+        *,
+        drop_aborted: Sequence[int] = (),
     ) -> bool:
         """Swaps entries `old` for `new` (the same offsets, rewritten elsewhere) in one
         transaction fenced by `leader_epoch`. False, and nothing changed, when any of
         `old` is no longer there (retention or DeleteRecords removed it meanwhile); new
-        entries wholly below the log start are not written. Raises UnknownStream and
-        LeaderEpochFenced as truncate_head does."""
+        entries wholly below the log start are not written. `drop_aborted`: the marker
+        offsets of aborted transactions to delete in the same transaction (cleaning
+        removed their records). Raises UnknownStream and LeaderEpochFenced as
+        truncate_head does."""
         ...
 
     async def truncate_head(self, stream_id: int, leader_epoch: int, log_start: int) -> int:

@@ -168,6 +168,14 @@ class PartitionTxns:
         """Retention moved the log start: entries wholly below it are never asked for."""
         self.aborted = [a for a in self.aborted if a.last_offset >= log_start_offset]
 
+    def drop_aborted(self, marker_offsets: Iterable[int]) -> None:
+        """Cleaning removed these aborted transactions' records (storage/txn_cleaning.py):
+        their entries, by marker offset, would only make a read_committed client skip
+        the producer's later batches."""
+        gone = set(marker_offsets)
+        if gone:
+            self.aborted = [a for a in self.aborted if a.last_offset not in gone]
+
     # -- a cycle ------------------------------------------------------------------------------
 
     def cycle(self) -> TxnCycle:
