@@ -24,6 +24,7 @@ from zonegate.leader_forwarder.messages import CONTROL_NONE, AppendBatch
 from zonegate.leader_forwarder.partitions import PartitionState, PartitionStates
 from zonegate.transactions.decisions import Answer
 from zonegate.transactions.metadata import TopicPartition
+from zonegate.transactions.partition_txns import UNVERIFIED
 from zonegate.transactions.states import TransactionVersion
 from zonegate.transactions.verification import produce_error
 
@@ -58,10 +59,16 @@ class TxnVerifier:
         partitions: PartitionStates,
         coordinators: TxnCoordinators | None,
         partition_of: Callable[[int], TopicPartition | None],
+        *,
+        enabled: bool = True,
     ) -> None:
         self._partitions = partitions
         self._coordinators = coordinators
         self._partition_of = partition_of  # stream id -> (topic, partition), None: unknown
+        # transaction.partition.verification.enable: when off, a batch of Produce v11 or
+        # older opens its transaction unverified, as Kafka; v12's add is always made (the
+        # coordinator learns of the partition only so under TV2).
+        self.enabled = enabled
 
     async def verify(
         self, batches: Sequence[AppendBatch], now_ms: int
@@ -73,12 +80,16 @@ class TxnVerifier:
             tuple[str, int, int, int], list[tuple[int, TopicPartition, int, PartitionState]]
         ] = {}
         refused: dict[int, ErrorCode] = {}
+        guards: dict[int, tuple[int, PartitionState]] = {}
         for i, b in enumerate(batches):
             if not b.transactional or b.control != CONTROL_NONE or b.producer_id < 0:
                 continue
             p = self._partitions.cached(b.stream_id)
             if p is None or not p.txns.needs_verification(b.producer_id, b.producer_epoch, True):
                 continue  # not led here (the cycle answers), or its transaction is open here
+            if not self.enabled and b.produce_version < IMPLICIT_ADD_VERSION:
+                guards[i] = (UNVERIFIED, p)
+                continue
             tp = self._partition_of(b.stream_id)
             if not b.transactional_id or tp is None or self._coordinators is None:
                 refused[i] = E.invalid_txn_state  # nothing to verify against
@@ -88,7 +99,6 @@ class TxnVerifier:
             )
             key = (b.transactional_id, b.producer_id, b.producer_epoch, b.produce_version)
             asked.setdefault(key, []).append((i, tp, guard, p))
-        guards: dict[int, tuple[int, PartitionState]] = {}
         for (tid, pid, epoch, version), items in asked.items():
             answers = await self._ask(tid, pid, epoch, version, [tp for _, tp, _, _ in items])
             for i, tp, guard, p in items:

@@ -83,12 +83,14 @@ from zonegate.services.topic_configs import (
     effective,
     validate_topic_configs,
 )
+from zonegate.services.txn_admin import ActiveProducer, TxnDescription, TxnListing
 from zonegate.usage.accounting import Accounting
 
 ANONYMOUS = "User:ANONYMOUS"  # the principal of every request until SASL exists
 
 __all__ = [
     "ANONYMOUS",
+    "ActiveProducer",
     "AclBinding",
     "AclFilter",
     "AclOperation",
@@ -143,6 +145,9 @@ __all__ = [
     "TopicInfo",
     "TopicPartition",
     "Topics",
+    "TxnAdmin",
+    "TxnDescription",
+    "TxnListing",
     "UNCLEAN",
     "UserScram",
     "WritePath",
@@ -625,6 +630,42 @@ class Authorizer(Protocol):
     async def delete_acls(self, filters: Sequence[AclFilter]) -> list[DeleteResult]: ...
 
 
+# -- operating transactions (KIP-664) ------------------------------------------------
+class TxnAdmin(Protocol):
+    """DescribeTransactions, ListTransactions, DescribeProducers and the admin's abort
+    (services/txn_admin.py)."""
+
+    async def describe(self, transactional_id: str) -> TxnDescription:
+        """From the owner of the id's shard; NOT_COORDINATOR when none is in reach."""
+        ...
+
+    async def list_transactions(
+        self,
+        zone: str,
+        listener: str | None,
+        producer_ids: Sequence[int],
+        state_names: Sequence[str],
+        min_duration_ms: int,
+    ) -> tuple[ErrorCode, list[TxnListing], list[str]]:
+        """Over the shards FindCoordinator names this node for to a client of `zone`:
+        (error, listings, state names no transaction state has)."""
+        ...
+
+    async def producers(self, topic: str, partition: int) -> tuple[ErrorCode, list[ActiveProducer]]:
+        """The producers the partition's leader remembers."""
+        ...
+
+    async def abort(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        partitions: Sequence[tuple[str, int]],
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """Admin.abortTransaction: abort markers where the producer has one open."""
+        ...
+
+
 @dataclass(frozen=True)
 class Services:
     cluster: Cluster
@@ -638,3 +679,4 @@ class Services:
     leadership: Leadership
     scram: UserScram
     authorizer: Authorizer
+    txn_admin: TxnAdmin
