@@ -21,7 +21,9 @@ from zonegate.proxy.handlers import (  # noqa: F401
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_topic_partitions,
+    describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
     fetch,
@@ -33,6 +35,7 @@ from zonegate.proxy.handlers import (  # noqa: F401
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -43,4 +46,5 @@ from zonegate.proxy.handlers import (  # noqa: F401
     sasl_authenticate,
     sasl_handshake,
     sync_group,
+    write_txn_markers,
 )
