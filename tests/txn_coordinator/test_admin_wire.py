@@ -10,6 +10,7 @@ The transactions are opened through the nodes' services (the client handlers are
 another branch's), the hanging one as a producer of Produce v11 makes it with
 `transaction.partition.verification.enable=false`: a transactional batch the
 coordinator never heard of. Raw Kafka requests, read back as a client reads them.
+Also: `producer.id.expiration.ms` honoured by a running node's leader.
 """
 
 from __future__ import annotations
@@ -198,4 +199,66 @@ def test_kafka_transactions_operations_over_the_wire(tmp_path: Path) -> None:
     finally:
         for c in conns:
             c.close()
+        node.stop()
+
+
+def test_producer_ids_expire_at_the_leader_as_set(tmp_path: Path) -> None:
+    """producer.id.expiration.ms and its check interval, honoured by a running node: an
+    idle idempotent producer leaves DescribeProducers' answer; a producer with a
+    transaction open stays."""
+    node = start_inprocess_node(
+        tmp_path / "data",
+        [
+            "--producer-id-expiration-ms", "1500",
+            "--producer-id-expiration-check-interval-ms", "200",
+            "--transaction-partition-verification-enable", "false",
+        ],
+    )  # fmt: skip
+    conn = None
+    try:
+        a = node.nodes[0]
+        topic = node.call(a.catalog.create("orders", 1, {}))
+        sid = topic.partitions[0].stream_id
+        idle = node.call(a.txns.init_producer_id(None, 60000, None)).producer_id
+        hung = node.call(a.txns.init_producer_id(None, 60000, None)).producer_id
+        now = a.clock.wall_ms()
+
+        async def append(pid: int, transactional: bool) -> None:
+            data = build_batch(
+                [(None, b"x", (), now)],
+                producer_id=pid,
+                producer_epoch=0,
+                base_sequence=0,
+                is_transactional=transactional,
+            )
+            loc = await a.wal.append(sid, data)
+            (r,) = await a.leader.append(
+                [
+                    AppendBatch(
+                        sid, ANY_EPOCH, loc.object_key, loc.position, loc.length, 1, now,
+                        pid, 0, 0, transactional=transactional, produce_version=11,
+                    )
+                ]
+            )  # fmt: skip
+            assert r.error == E.none, r
+
+        node.call(append(idle, False))
+        node.call(append(hung, True))
+        conn = RawConnection(a.port)
+
+        def producers() -> set[int]:
+            answer = conn.request(
+                dp.DescribeProducersRequest(
+                    topics=(dp.TopicRequest(name="orders", partition_indexes=(0,)),)  # type: ignore[arg-type]
+                )
+            )
+            part = answer.topics[0].partitions[0]
+            assert part.error_code == E.none, part
+            return {p.producer_id for p in part.active_producers}
+
+        assert producers() == {idle, hung}
+        _until(lambda: producers() == {hung}, "the idle producer id expired", timeout=20)
+    finally:
+        if conn is not None:
+            conn.close()
         node.stop()
