@@ -10,7 +10,12 @@ import random
 import pytest
 from kio.schema.errors import ErrorCode as E
 
-from zonegate.transactions.partition_txns import AbortedTxn, PartitionTxns, ProducerTxn
+from zonegate.transactions.partition_txns import (
+    UNVERIFIED,
+    AbortedTxn,
+    PartitionTxns,
+    ProducerTxn,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -233,6 +238,33 @@ def test_expiry_keeps_open_transactions() -> None:
     p.expire(10_000, producer_expiration_ms=10_000)
     assert set(p.producers) == {A} and p.verifications == {}
     assert p.open_transactions() == [ProducerTxn(A, 0, -1, 5, 0)]
+
+
+def test_expiry_counts_a_loaded_producer_from_the_first_sweep() -> None:
+    """A new leader loads producers with no time (-1): the first sweep stamps them rather
+    than expiring them, the next one past the expiration forgets them."""
+    p = PartitionTxns.load([ProducerTxn(A, 0, 3, None), ProducerTxn(B, 0, -1, 5)], [])
+    p.expire(1_000_000, producer_expiration_ms=10_000)
+    assert p.producers == {
+        A: ProducerTxn(A, 0, 3, None, 1_000_000),
+        B: ProducerTxn(B, 0, -1, 5, 1_000_000),
+    }
+    p.expire(1_009_999, producer_expiration_ms=10_000)
+    assert set(p.producers) == {A, B}
+    p.expire(1_010_000, producer_expiration_ms=10_000)
+    assert set(p.producers) == {B}, "the open transaction is kept"
+
+
+def test_verification_off_opens_a_transaction_unverified() -> None:
+    """transaction.partition.verification.enable=false (Produce v11 and older): the batch
+    carries the UNVERIFIED guard and opens its transaction with no verification begun;
+    without it, the same batch is refused."""
+    p = PartitionTxns()
+    assert txn_batch(p, A, 4) == E.invalid_txn_state
+    assert txn_batch(p, A, 4, guard=UNVERIFIED) == E.none
+    assert p.last_stable_offset(6) == 4
+    assert marker(p, A, 6, commit=False) == E.none
+    assert p.aborted == [AbortedTxn(A, 4, 6, 7)]
 
 
 @pytest.mark.parametrize("seed", range(20))

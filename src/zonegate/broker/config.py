@@ -82,6 +82,11 @@ class NodeConfig:
     transaction_remove_expired_transaction_cleanup_interval_ms: int = _d(
         "transaction_remove_expired_transaction_cleanup_interval_ms"
     )
+    producer_id_expiration_ms: int = _d("producer_id_expiration_ms")
+    producer_id_expiration_check_interval_ms: int = _d("producer_id_expiration_check_interval_ms")
+    transaction_partition_verification_enable: bool = _d(
+        "transaction_partition_verification_enable"
+    )
     # The object-store scheduler (docs/qos.md): its settings' defaults.
     qos: QosSettings = field(default_factory=QosSettings)
     qos_tail_window_ms: int = _d("qos_tail_window_ms")

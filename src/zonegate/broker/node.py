@@ -73,6 +73,7 @@ from zonegate.services.quotas import QuotaService
 from zonegate.services.read_path import ReadService
 from zonegate.services.reassignment import Reassignments
 from zonegate.services.scram import ScramService
+from zonegate.services.txn_admin import TxnAdminService
 from zonegate.services.txn_markers import WalMarkerWriter
 from zonegate.services.txn_routing import RoutedTxns
 from zonegate.services.write_path import ProduceService
@@ -243,11 +244,12 @@ class Node:
         # Transactions (docs/transactions.md): this node's share of the coordinator shards,
         # markers written through its own WAL, calls passed to each shard's owner. No
         # handler uses them yet: ApiVersions advertises no transactions until all works.
+        self.markers = WalMarkerWriter(self.catalog, self.wal, self.leader, clock)
         self.txn_coordinator = TxnCoordinator(
             config.node_id,
             self.incarnation,
             self.meta,
-            WalMarkerWriter(self.catalog, self.wal, self.leader, clock),
+            self.markers,
             self.cluster.txn_shard_owner,
             clock,
             TxnCoordinatorConfig(
@@ -269,7 +271,12 @@ class Node:
             owner_wait_s=config.lease_ms / 1000 + 2.0,
         )
         # KIP-890: a transaction's first batch at a led partition is verified with them.
-        self.local_leader.use_transactions(self.txns, self.topic_partition, self.catalog.refresh)
+        self.local_leader.use_transactions(
+            self.txns,
+            self.topic_partition,
+            self.catalog.refresh,
+            verification=config.transaction_partition_verification_enable,
+        )
         self._txn_shards_due = asyncio.Event()
         self.maintenance = StorageMaintenance(
             self.led,
@@ -336,6 +343,14 @@ class Node:
             scram=self.scram,
             authorizer=self.authorizer,
             transactions=self.txns,
+            txn_admin=TxnAdminService(
+                self.txns,
+                self.cluster,
+                config.transaction_state_log_num_partitions,
+                self.catalog,
+                self.leader,
+                self.markers,
+            ),
         )
         import zonegate.proxy.handlers  # noqa: F401  (handlers register themselves)
 
@@ -545,6 +560,12 @@ class Node:
             self.config.heartbeat_s / 2,
             self.txn_coordinator.rebalance,
             wake=self._txn_shards_due,
+        )
+        # producer.id.expiration.ms at the partitions this node leads.
+        sup.every(
+            "producer id expiry",
+            self.config.producer_id_expiration_check_interval_ms / 1000,
+            lambda: self.local_leader.expire_producers(self.config.producer_id_expiration_ms),
         )
         sup.every("usage records", self.config.usage_interval_s, self.usage.flush)
         sup.every("catalog refresh", self.config.heartbeat_s / 2, self._refresh)

@@ -5,11 +5,17 @@ honoured by each node's coordinator role (txn_coordinator/role.py, docs/transact
 ids hash into, as Kafka's partitions of `__transaction_state`: every node of a cluster
 must use the same value, and it must not change once a cluster has transactions (an id
 would hash to another shard than the one holding its state), as in Kafka.
+
+The partition leaders honour the last three: producer ids idle past
+`producer.id.expiration.ms` are forgotten by each leader (Kafka's ProducerStateManager),
+looked for every `producer.id.expiration.check.interval.ms`, and
+`transaction.partition.verification.enable` turns KIP-890's verification off for
+Produce v11 and older (leader_forwarder/txn_verify.py).
 """
 
 from __future__ import annotations
 
-from zonegate.broker.setting_types import MS_POSITIVE, Setting
+from zonegate.broker.setting_types import MS_POSITIVE, ON_OFF, Setting, is_true
 from zonegate.runtime.units import at_least
 
 TXN_SETTINGS: tuple[Setting, ...] = (
@@ -55,5 +61,32 @@ TXN_SETTINGS: tuple[Setting, ...] = (
         "transaction.remove.expired.transaction.cleanup.interval.ms: how often a "
         "coordinator forgets expired transactional ids (default {default})",
         **MS_POSITIVE,
+    ),
+    Setting(
+        "--producer-id-expiration-ms",
+        "producer.id.expiration.ms",
+        86_400_000,
+        "producer.id.expiration.ms: a partition's leader forgets a producer id with no "
+        "transaction open there and no write this long (default {default}, 1 day)",
+        **MS_POSITIVE,
+    ),
+    Setting(
+        "--producer-id-expiration-check-interval-ms",
+        "producer.id.expiration.check.interval.ms",
+        600_000,
+        "producer.id.expiration.check.interval.ms: how often leaders look for expired "
+        "producer ids (default {default})",
+        **MS_POSITIVE,
+    ),
+    Setting(
+        "--transaction-partition-verification-enable",
+        "transaction.partition.verification.enable",
+        "true",
+        "transaction.partition.verification.enable: a transaction's first batch at a "
+        "partition is taken only once its coordinator confirms the partition is in the "
+        "transaction (KIP-890); false skips that for Produce v11 and older, as Kafka "
+        "(default {default})",
+        choices=ON_OFF,
+        convert=is_true,
     ),
 )

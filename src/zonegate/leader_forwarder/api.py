@@ -23,7 +23,12 @@ from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
+from zonegate.leader_forwarder.messages import (
+    ActiveProducer,
+    AppendBatch,
+    AppendResult,
+    ReadIndexResult,
+)
 from zonegate.storage.index import IndexEntry
 
 
@@ -68,4 +73,8 @@ class Leader(Protocol):
     async def delete_records(self, stream_id: int, offset: int) -> tuple[ErrorCode, int]:
         """Moves the log start offset up to `offset` (-1: the high watermark); (error,
         log start offset after). OFFSET_OUT_OF_RANGE past the high watermark."""
+        ...
+
+    async def producers(self, stream_id: int) -> list[ActiveProducer]:
+        """The producers the partition's leader remembers (DescribeProducers)."""
         ...

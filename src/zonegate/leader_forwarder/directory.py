@@ -40,7 +40,12 @@ from kio.schema.errors import ErrorCode
 
 from zonegate.kafka_errors import LEADER_MOVED, OUTCOME_UNKNOWN
 from zonegate.leader_forwarder.api import Leader, LeaderUnavailable
-from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
+from zonegate.leader_forwarder.messages import (
+    ActiveProducer,
+    AppendBatch,
+    AppendResult,
+    ReadIndexResult,
+)
 from zonegate.metastore.models import PartitionInfo
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.storage.index import IndexEntry, UnknownStream
@@ -250,3 +255,6 @@ class LeaderDirectory:
 
     async def delete_records(self, stream_id: int, offset: int) -> tuple[ErrorCode, int]:
         return await self._read(stream_id, lambda ld: ld.delete_records(stream_id, offset))
+
+    async def producers(self, stream_id: int) -> list[ActiveProducer]:
+        return await self._read(stream_id, lambda ld: ld.producers(stream_id))

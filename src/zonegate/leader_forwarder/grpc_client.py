@@ -27,7 +27,12 @@ import grpc
 from kio.schema.errors import ErrorCode
 
 from zonegate.leader_forwarder.api import LeaderUnavailable
-from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
+from zonegate.leader_forwarder.messages import (
+    ActiveProducer,
+    AppendBatch,
+    AppendResult,
+    ReadIndexResult,
+)
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
 from zonegate.leader_forwarder.proto import leader_pb2_grpc as pb_grpc
 from zonegate.leader_forwarder.rpc_tls import tls_failure
@@ -246,6 +251,20 @@ class RemoteLeader:
     async def max_timestamp_entry(self, stream_id: int) -> IndexEntry | None:
         r = await self._read(stream_id=stream_id, mode=pb.MAX_TIMESTAMP)
         return entry_from_pb(r.entries[0]) if r.entries else None
+
+    async def producers(self, stream_id: int) -> list[ActiveProducer]:
+        r = await self._read(stream_id=stream_id, mode=pb.PRODUCERS)
+        return [
+            ActiveProducer(
+                p.producer_id,
+                p.epoch,
+                p.last_sequence,
+                p.last_timestamp,
+                p.coordinator_epoch,
+                p.txn_start_offset,
+            )
+            for p in r.producers
+        ]
 
     async def delete_records(self, stream_id: int, offset: int) -> tuple[ErrorCode, int]:
         request = pb.DeleteRecordsRequest(

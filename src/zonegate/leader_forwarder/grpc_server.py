@@ -29,6 +29,7 @@ from zonegate.leader_forwarder.messages import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
     CONTROL_NONE,
+    ActiveProducer,
     AppendBatch,
 )
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
@@ -155,6 +156,7 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         sid = request.stream_id
         entries: list[IndexEntry] = []
         aborted: tuple[tuple[int, int], ...] = ()
+        producers: list[ActiveProducer] = []
         error = ErrorCode.none
         try:
             if request.mode == pb.FROM_OFFSET:
@@ -167,6 +169,8 @@ class LeaderServicer(pb_grpc.LeaderServicer):
             elif request.mode == pb.MAX_TIMESTAMP:
                 best = await leader.max_timestamp_entry(sid)
                 entries = [best] if best is not None else []
+            elif request.mode == pb.PRODUCERS:
+                producers = await leader.producers(sid)
             start, hwm, epoch = await leader.offsets(sid)
             stable = await leader.stable_offset(sid)
         except (UnknownStream, LeaderUnavailable) as exc:
@@ -190,6 +194,17 @@ class LeaderServicer(pb_grpc.LeaderServicer):
             leader_epoch=epoch,
             last_stable_offset=stable,
             aborted=[pb.AbortedRange(producer_id=p, first_offset=f) for p, f in aborted],
+            producers=[
+                pb.ProducerState(
+                    producer_id=p.producer_id,
+                    epoch=p.epoch,
+                    last_sequence=p.last_sequence,
+                    last_timestamp=p.last_timestamp,
+                    coordinator_epoch=p.coordinator_epoch,
+                    txn_start_offset=p.txn_start_offset,
+                )
+                for p in producers
+            ],
         )
         self._count(request, response, request.from_node)
         return response

@@ -24,7 +24,12 @@ from kio.schema.errors import ErrorCode
 
 from zonegate.leader_forwarder.index_reads import IndexReads
 from zonegate.leader_forwarder.log_changes import LogChanges
-from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
+from zonegate.leader_forwarder.messages import (
+    ActiveProducer,
+    AppendBatch,
+    AppendResult,
+    ReadIndexResult,
+)
 from zonegate.leader_forwarder.partitions import PartitionStates
 from zonegate.leader_forwarder.sequencer import Sequencer
 from zonegate.leader_forwarder.txn_verify import TxnCoordinators, TxnVerifier
@@ -45,6 +50,7 @@ class LeaderService:
         """`segmenting`: stream id -> (segment.ms, segment.bytes) of its topic now;
         `leads`: stream id -> the leader epoch at which the node's catalog says this
         node leads it, else None (reads are served only then: partitions.py)."""
+        self._clock = clock
         self._partitions = PartitionStates(metastore, segmenting, leads)
         self._sequencer = Sequencer(self._partitions, metastore, clock)
         self._reads = IndexReads(self._partitions, metastore)
@@ -55,12 +61,15 @@ class LeaderService:
         coordinators: TxnCoordinators,
         partition_of: Callable[[int], TopicPartition | None],
         refresh: Callable[[], Awaitable[object]] | None = None,
+        *,
+        verification: bool = True,
     ) -> None:
         """The transaction coordinators a transaction's first batch at a partition is
         verified with (txn_verify.py); `partition_of`: stream id -> (topic, partition),
-        read again after `refresh` when it does not know the stream."""
+        read again after `refresh` when it does not know the stream; `verification`:
+        transaction.partition.verification.enable."""
         self._sequencer.verifier = TxnVerifier(
-            self._partitions, coordinators, partition_of, refresh
+            self._partitions, coordinators, partition_of, refresh, enabled=verification
         )
 
     @property
@@ -104,6 +113,32 @@ class LeaderService:
         """The partition's transaction state as committed (open transactions, the last
         stable offset, the aborted index): DescribeProducers and read_committed reads."""
         return (await self._partitions.get(stream_id)).txns
+
+    async def producers(self, stream_id: int) -> list[ActiveProducer]:
+        """The producers a led partition remembers (DescribeProducers); NotLeading when
+        this node does not lead it, UnknownStream when no partition has the stream."""
+        p = await self._partitions.led(stream_id)
+        txns = p.txns.producers
+        answer = []
+        for pid, e in sorted(p.producers.items()):
+            t = txns.get(pid)
+            first = None if t is None else t.txn_first_offset
+            answer.append(
+                ActiveProducer(
+                    pid,
+                    e.epoch if t is None else max(e.epoch, t.epoch),
+                    e.last_seq,
+                    e.last_timestamp,
+                    -1 if t is None else t.coordinator_epoch,
+                    -1 if first is None else first,
+                )
+            )
+        return answer
+
+    async def expire_producers(self, expiration_ms: int) -> None:
+        """producer.id.expiration.ms: forgets the idle producers of the partitions held
+        (run every producer.id.expiration.check.interval.ms on the node's clock)."""
+        self._partitions.expire_producers(self._clock.wall_ms(), expiration_ms)
 
     # -- appends (sequencer.py) ------------------------------------------------
     async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]:

@@ -62,3 +62,16 @@ class ReadIndexResult:
     # (producer id, first offset).
     last_stable_offset: int = -1
     aborted: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveProducer:
+    """One producer a partition's leader remembers (DescribeProducers, as Kafka's
+    ProducerStateManager.activeProducers): -1 for what it does not know."""
+
+    producer_id: int
+    epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    txn_start_offset: int  # the first offset of its transaction open here, -1: none

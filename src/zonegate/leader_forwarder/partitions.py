@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from zonegate.leader_forwarder.api import LeaderUnavailable
 from zonegate.storage.index import ProducerEntry, StreamIndex, StreamStore
@@ -109,6 +109,26 @@ class PartitionStates:
             for sid, p in list(self._states.items())
             if p.txns.first_unstable_offset() is not None
         }
+
+    def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """Forgets the producers idle `expiration_ms` (the leader's clock at their last
+        append) with no transaction open, in every partition held but those being
+        committed (Kafka's removeExpiredProducers); how many were forgotten. Their rows
+        stay in the store, so a new leader loads them again and counts them from then."""
+        dropped = 0
+        for sid, p in list(self._states.items()):
+            if sid in self._committing:
+                continue
+            p.txns.expire(now_ms, expiration_ms)
+            kept: dict[int, ProducerEntry] = {}
+            for pid, e in p.producers.items():
+                if e.last_ms < 0:  # loaded: unknown, counted from now
+                    kept[pid] = replace(e, last_ms=now_ms)
+                elif now_ms - e.last_ms < expiration_ms or pid in p.txns.producers:
+                    kept[pid] = e
+            dropped += len(p.producers) - len(kept)
+            p.producers = kept
+        return dropped
 
     def stored_bytes(self) -> int:
         """Bytes of stored batches of the partitions held."""

@@ -308,7 +308,9 @@ class Sequencer:
             kept = prior[-(_PRODUCER_BATCHES_KEPT - 1) :] + (
                 ProducerBatch(b.base_sequence, batch_last, base, last),
             )
-            t.producers[b.producer_id] = ProducerEntry(b.producer_id, b.producer_epoch, kept)
+            t.producers[b.producer_id] = ProducerEntry(
+                b.producer_id, b.producer_epoch, kept, last_timestamp=b.max_timestamp, last_ms=now
+            )
         return AppendResult(ErrorCode.none, base, p.log_start_offset)
 
     def _marker(self, b: AppendBatch, p: PartitionState, t: _Tentative, now: int) -> AppendResult:
@@ -335,5 +337,7 @@ class Sequencer:
             IndexEntry(base, base, b.object_key, b.position, b.length, b.max_timestamp, now)
         )
         kept = entry.batches if entry is not None and entry.epoch == b.producer_epoch else ()
-        t.producers[b.producer_id] = ProducerEntry(b.producer_id, b.producer_epoch, kept)
+        t.producers[b.producer_id] = ProducerEntry(
+            b.producer_id, b.producer_epoch, kept, last_timestamp=b.max_timestamp, last_ms=now
+        )
         return AppendResult(ErrorCode.none, base, p.log_start_offset)

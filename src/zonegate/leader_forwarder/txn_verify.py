@@ -24,6 +24,7 @@ from zonegate.leader_forwarder.messages import CONTROL_NONE, AppendBatch
 from zonegate.leader_forwarder.partitions import PartitionState, PartitionStates
 from zonegate.transactions.decisions import Answer
 from zonegate.transactions.metadata import TopicPartition
+from zonegate.transactions.partition_txns import UNVERIFIED
 from zonegate.transactions.states import TransactionVersion
 from zonegate.transactions.verification import produce_error
 
@@ -59,6 +60,8 @@ class TxnVerifier:
         coordinators: TxnCoordinators | None,
         partition_of: Callable[[int], TopicPartition | None],
         refresh: Callable[[], Awaitable[object]] | None = None,
+        *,
+        enabled: bool = True,
     ) -> None:
         self._partitions = partitions
         self._coordinators = coordinators
@@ -66,6 +69,10 @@ class TxnVerifier:
         # Reloads what `partition_of` reads: a topic created through another node may
         # not be in this node's catalog yet when its first transactional batch comes.
         self._refresh = refresh
+        # transaction.partition.verification.enable: when off, a batch of Produce v11 or
+        # older opens its transaction unverified, as Kafka; v12's add is always made (the
+        # coordinator learns of the partition only so under TV2).
+        self.enabled = enabled
 
     async def verify(
         self, batches: Sequence[AppendBatch], now_ms: int
@@ -77,12 +84,16 @@ class TxnVerifier:
             tuple[str, int, int, int], list[tuple[int, TopicPartition, int, PartitionState]]
         ] = {}
         refused: dict[int, ErrorCode] = {}
+        guards: dict[int, tuple[int, PartitionState]] = {}
         for i, b in enumerate(batches):
             if not b.transactional or b.control != CONTROL_NONE or b.producer_id < 0:
                 continue
             p = self._partitions.cached(b.stream_id)
             if p is None or not p.txns.needs_verification(b.producer_id, b.producer_epoch, True):
                 continue  # not led here (the cycle answers), or its transaction is open here
+            if not self.enabled and b.produce_version < IMPLICIT_ADD_VERSION:
+                guards[i] = (UNVERIFIED, p)
+                continue
             tp = self._partition_of(b.stream_id)
             if tp is None and self._refresh is not None:
                 await self._refresh()
@@ -95,7 +106,6 @@ class TxnVerifier:
             )
             key = (b.transactional_id, b.producer_id, b.producer_epoch, b.produce_version)
             asked.setdefault(key, []).append((i, tp, guard, p))
-        guards: dict[int, tuple[int, PartitionState]] = {}
         for (tid, pid, epoch, version), items in asked.items():
             answers = await self._ask(tid, pid, epoch, version, [tp for _, tp, _, _ in items])
             for i, tp, guard, p in items:

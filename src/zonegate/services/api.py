@@ -85,6 +85,7 @@ from zonegate.services.topic_configs import (
     effective,
     validate_topic_configs,
 )
+from zonegate.services.txn_admin import ActiveProducer, TxnDescription, TxnListing
 from zonegate.transactions.decisions import Answer as TxnAnswer
 from zonegate.transactions.states import TransactionVersion
 from zonegate.usage.accounting import Accounting
@@ -93,6 +94,7 @@ ANONYMOUS = "User:ANONYMOUS"  # the principal of every request until SASL exists
 
 __all__ = [
     "ANONYMOUS",
+    "ActiveProducer",
     "AclBinding",
     "AclFilter",
     "AclOperation",
@@ -150,6 +152,9 @@ __all__ = [
     "TransactionVersion",
     "Transactions",
     "TxnAnswer",
+    "TxnAdmin",
+    "TxnDescription",
+    "TxnListing",
     "UNCLEAN",
     "UserScram",
     "WritePath",
@@ -703,6 +708,42 @@ class Transactions(Protocol):
     ) -> TxnAnswer: ...
 
 
+# -- operating transactions (KIP-664) ------------------------------------------------
+class TxnAdmin(Protocol):
+    """DescribeTransactions, ListTransactions, DescribeProducers and the admin's abort
+    (services/txn_admin.py)."""
+
+    async def describe(self, transactional_id: str) -> TxnDescription:
+        """From the owner of the id's shard; NOT_COORDINATOR when none is in reach."""
+        ...
+
+    async def list_transactions(
+        self,
+        zone: str,
+        listener: str | None,
+        producer_ids: Sequence[int],
+        state_names: Sequence[str],
+        min_duration_ms: int,
+    ) -> tuple[ErrorCode, list[TxnListing], list[str]]:
+        """Over the shards FindCoordinator names this node for to a client of `zone`:
+        (error, listings, state names no transaction state has)."""
+        ...
+
+    async def producers(self, topic: str, partition: int) -> tuple[ErrorCode, list[ActiveProducer]]:
+        """The producers the partition's leader remembers."""
+        ...
+
+    async def abort(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        partitions: Sequence[tuple[str, int]],
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """Admin.abortTransaction: abort markers where the producer has one open."""
+        ...
+
+
 @dataclass(frozen=True)
 class Services:
     cluster: Cluster
@@ -717,3 +758,4 @@ class Services:
     scram: UserScram
     authorizer: Authorizer
     transactions: Transactions
+    txn_admin: TxnAdmin

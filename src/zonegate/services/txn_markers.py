@@ -76,14 +76,28 @@ class WalMarkerWriter:
         upload KAFKA_STORAGE_ERROR; a leader out of reach NOT_LEADER_OR_FOLLOWER; an
         append whose outcome is unknown REQUEST_TIMED_OUT. All but the leader's
         fencing answers are retried by the role."""
-        now = self._clock.wall_ms()
-        data = encode_marker(
+        return await self.write(
             markers.producer_id,
             markers.producer_epoch,
             markers.coordinator_epoch,
             markers.commit,
-            now,
+            partitions,
+            repr(markers.transactional_id),
         )
+
+    async def write(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        partitions: frozenset[TopicPartition],
+        label: str,
+    ) -> Mapping[TopicPartition, ErrorCode]:
+        """`write_markers` of one producer's markers (also the admin's abort,
+        services/txn_admin.py); `label` names them in log lines."""
+        now = self._clock.wall_ms()
+        data = encode_marker(producer_id, producer_epoch, coordinator_epoch, commit, now)
         answers: dict[TopicPartition, ErrorCode] = {}
         staged = []
         for tp in sorted(partitions):
@@ -113,22 +127,22 @@ class WalMarkerWriter:
                 length=loc.length,
                 record_count=1,
                 max_timestamp=now,
-                producer_id=markers.producer_id,
-                producer_epoch=markers.producer_epoch,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
                 base_sequence=-1,
                 transactional=True,
-                control=CONTROL_COMMIT if markers.commit else CONTROL_ABORT,
-                coordinator_epoch=markers.coordinator_epoch,
+                control=CONTROL_COMMIT if commit else CONTROL_ABORT,
+                coordinator_epoch=coordinator_epoch,
             )
             appends.append((tp, batch))
         if appends:
             try:
                 results = await self._leaders.append([b for _, b in appends])
             except LeaderUnavailable as exc:
-                log.info("markers of %r: %s", markers.transactional_id, exc)
+                log.info("markers of %s: %s", label, exc)
                 results = [AppendResult(E.not_leader_or_follower)] * len(appends)
             except Exception:
-                log.exception("markers of %r: leader append failed", markers.transactional_id)
+                log.exception("markers of %s: leader append failed", label)
                 results = [AppendResult(OUTCOME_UNKNOWN)] * len(appends)
             for (tp, _), r in zip(appends, results, strict=True):
                 answers[tp] = r.error

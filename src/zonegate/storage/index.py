@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 import operator
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 from zonegate.transactions.partition_txns import AbortedTxn
@@ -85,6 +85,11 @@ class ProducerEntry:
     # and the first offset of its transaction open here (None: none open).
     coordinator_epoch: int = -1
     txn_first_offset: int | None = None
+    # Kept in memory only (-1 once loaded: unknown): the largest timestamp of its last
+    # batch or marker (DescribeProducers' lastTimestamp, as Kafka), and the leader's clock
+    # at that append (producer.id.expiration.ms). Not part of a row's identity.
+    last_timestamp: int = field(default=-1, compare=False)
+    last_ms: int = field(default=-1, compare=False)
 
     @property
     def last_seq(self) -> int:

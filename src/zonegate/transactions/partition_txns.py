@@ -29,6 +29,9 @@ from zonegate.transactions.states import NO_PRODUCER_EPOCH
 
 E = ErrorCode
 _guards = itertools.count(1)  # verification guards are unique for the process's life
+# The guard of a batch taken without verification: transaction.partition.verification.
+# enable=false, for Produce v11 and older (Kafka's SENTINEL guard with verification off).
+UNVERIFIED = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,11 +155,15 @@ class PartitionTxns:
 
     def expire(self, now_ms: int, producer_expiration_ms: int) -> None:
         """Forget producers idle past producer.id.expiration.ms with no open transaction,
-        and verifications never finished (Kafka's removeExpiredProducers)."""
+        and verifications never finished (Kafka's removeExpiredProducers). A producer
+        whose last time is unknown (-1: loaded by a new leader, which keeps no times) is
+        counted from this sweep on, never expired at once."""
         self.producers = {
-            pid: p
+            pid: p if p.last_ms >= 0 else replace(p, last_ms=now_ms)
             for pid, p in self.producers.items()
-            if p.txn_first_offset is not None or now_ms - p.last_ms < producer_expiration_ms
+            if p.txn_first_offset is not None
+            or p.last_ms < 0
+            or now_ms - p.last_ms < producer_expiration_ms
         }
         self.verifications = {
             pid: v
@@ -240,12 +247,13 @@ class TxnCycle:
             # of the next transaction here is a bug upstream; never merge the two.
             return E.invalid_txn_state
         if transactional and open_first is None:
-            v = self._guard(producer_id)
-            if v is None or guard != v.guard:
-                return E.invalid_txn_state  # not verified, or a marker came meanwhile
-            if first_seq > v.lowest_seq:
-                return E.out_of_order_sequence_number
-            self.guards_done[producer_id] = v.guard
+            if guard != UNVERIFIED:
+                v = self._guard(producer_id)
+                if v is None or guard != v.guard:
+                    return E.invalid_txn_state  # not verified, or a marker came meanwhile
+                if first_seq > v.lowest_seq:
+                    return E.out_of_order_sequence_number
+                self.guards_done[producer_id] = v.guard
             open_first = base_offset
         coordinator_epoch = -1 if p is None else p.coordinator_epoch
         self.producers[producer_id] = ProducerTxn(

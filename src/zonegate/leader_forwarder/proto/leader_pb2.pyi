@@ -13,10 +13,12 @@ class ReadMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FROM_TIMESTAMP: _ClassVar[ReadMode]
     MAX_TIMESTAMP: _ClassVar[ReadMode]
     WATERMARKS: _ClassVar[ReadMode]
+    PRODUCERS: _ClassVar[ReadMode]
 FROM_OFFSET: ReadMode
 FROM_TIMESTAMP: ReadMode
 MAX_TIMESTAMP: ReadMode
 WATERMARKS: ReadMode
+PRODUCERS: ReadMode
 
 class BatchSummary(_message.Message):
     __slots__ = ("stream_id", "leader_epoch", "object_index", "position", "length", "record_count", "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "transactional", "control", "coordinator_epoch", "transactional_id", "produce_version")
@@ -115,7 +117,7 @@ class IndexEntry(_message.Message):
     def __init__(self, base_offset: _Optional[int] = ..., last_offset: _Optional[int] = ..., object_key: _Optional[str] = ..., position: _Optional[int] = ..., length: _Optional[int] = ..., max_timestamp: _Optional[int] = ..., append_ms: _Optional[int] = ...) -> None: ...
 
 class ReadIndexResponse(_message.Message):
-    __slots__ = ("error_code", "entries", "high_watermark", "log_start_offset", "leader_epoch", "last_stable_offset", "aborted")
+    __slots__ = ("error_code", "entries", "high_watermark", "log_start_offset", "leader_epoch", "last_stable_offset", "aborted", "producers")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
@@ -123,6 +125,7 @@ class ReadIndexResponse(_message.Message):
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     LAST_STABLE_OFFSET_FIELD_NUMBER: _ClassVar[int]
     ABORTED_FIELD_NUMBER: _ClassVar[int]
+    PRODUCERS_FIELD_NUMBER: _ClassVar[int]
     error_code: int
     entries: _containers.RepeatedCompositeFieldContainer[IndexEntry]
     high_watermark: int
@@ -130,7 +133,24 @@ class ReadIndexResponse(_message.Message):
     leader_epoch: int
     last_stable_offset: int
     aborted: _containers.RepeatedCompositeFieldContainer[AbortedRange]
-    def __init__(self, error_code: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[IndexEntry, _Mapping]]] = ..., high_watermark: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., last_stable_offset: _Optional[int] = ..., aborted: _Optional[_Iterable[_Union[AbortedRange, _Mapping]]] = ...) -> None: ...
+    producers: _containers.RepeatedCompositeFieldContainer[ProducerState]
+    def __init__(self, error_code: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[IndexEntry, _Mapping]]] = ..., high_watermark: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., last_stable_offset: _Optional[int] = ..., aborted: _Optional[_Iterable[_Union[AbortedRange, _Mapping]]] = ..., producers: _Optional[_Iterable[_Union[ProducerState, _Mapping]]] = ...) -> None: ...
+
+class ProducerState(_message.Message):
+    __slots__ = ("producer_id", "epoch", "last_sequence", "last_timestamp", "coordinator_epoch", "txn_start_offset")
+    PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    LAST_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    COORDINATOR_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TXN_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    producer_id: int
+    epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    txn_start_offset: int
+    def __init__(self, producer_id: _Optional[int] = ..., epoch: _Optional[int] = ..., last_sequence: _Optional[int] = ..., last_timestamp: _Optional[int] = ..., coordinator_epoch: _Optional[int] = ..., txn_start_offset: _Optional[int] = ...) -> None: ...
 
 class AbortedRange(_message.Message):
     __slots__ = ("producer_id", "first_offset")

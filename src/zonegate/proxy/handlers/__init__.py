@@ -23,7 +23,9 @@ from zonegate.proxy.handlers import (  # noqa: F401
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_topic_partitions,
+    describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
     end_txn,
@@ -36,6 +38,7 @@ from zonegate.proxy.handlers import (  # noqa: F401
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -47,4 +50,5 @@ from zonegate.proxy.handlers import (  # noqa: F401
     sasl_handshake,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )
