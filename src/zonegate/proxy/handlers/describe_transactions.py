@@ -1,5 +1,5 @@
-"""DescribeTransactions (key 65), v0: each
-transactional id's state, as its coordinator holds it (KIP-664).
+"""DescribeTransactions (key 65), v0: each transactional id's state, as its coordinator
+holds it (KIP-664).
 
 As Kafka 4's KafkaApis: an id the principal may not DESCRIBE answers
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, and the partitions of a described transaction
