@@ -75,6 +75,16 @@ def test_list_describe_producers_find_hanging_and_abort(tmp_path: Path) -> None:
         assert listed[0] == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
         assert listed[1:] == [["app", str(a.config.node_id), str(app_pid), "Ongoing"]]
 
+        described = _table(tx("describe", "--transactional-id", "app"))
+        assert described[0][:4] == [
+            "CoordinatorId",
+            "TransactionalId",
+            "ProducerId",
+            "ProducerEpoch",
+        ], described
+        assert described[1][:4] == [str(a.config.node_id), "app", str(app_pid), "0"], described
+        assert "Ongoing" in described[1] and "orders-0" in described[1], described
+
         producers = _table(tx("describe-producers", "--topic", "orders", "--partition", "0"))
         assert producers[0] == [
             "ProducerId",
