@@ -172,5 +172,11 @@ class NodeConfig:
             "group.consumer.session.timeout.ms": str(self.group_consumer_session_timeout_ms),
             "group.consumer.heartbeat.interval.ms": str(self.group_consumer_heartbeat_interval_ms),
             "log.segment.delete.delay.ms": str(self.segment_delete_delay_ms),
+            # The leader's transaction settings AlterConfigs may change (the static
+            # layer under the dynamic ones, services/leader_txn_settings.py).
+            "producer.id.expiration.ms": str(self.producer_id_expiration_ms),
+            "transaction.partition.verification.enable": str(
+                self.transaction_partition_verification_enable
+            ).lower(),
             **dict(self.kafka_no_effect),
         }

@@ -68,6 +68,7 @@ from zonegate.services.authorizer import AuthorizerService
 from zonegate.services.catalog import Catalog
 from zonegate.services.cluster import ClusterSettings, NodeCluster
 from zonegate.services.groups import RoutedGroups
+from zonegate.services.leader_txn_settings import LeaderTxnSettings
 from zonegate.services.log_dirs import LogDirService
 from zonegate.services.quotas import QuotaService
 from zonegate.services.read_path import ReadService
@@ -270,12 +271,19 @@ class Node:
             clock,
             owner_wait_s=config.lease_ms / 1000 + 2.0,
         )
+        # The leader's settings AlterConfigs may change: read at each use from the
+        # catalog's dynamic broker configs over the command line.
+        self.leader_txn_settings = LeaderTxnSettings(
+            lambda: self.catalog.defaults,
+            producer_id_expiration_ms=config.producer_id_expiration_ms,
+            verification=config.transaction_partition_verification_enable,
+        )
         # KIP-890: a transaction's first batch at a led partition is verified with them.
         self.local_leader.use_transactions(
             self.txns,
             self.topic_partition,
             self.catalog.refresh,
-            verification=config.transaction_partition_verification_enable,
+            verification=self.leader_txn_settings.verification_enabled,
         )
         self._txn_shards_due = asyncio.Event()
         self.maintenance = StorageMaintenance(
@@ -561,11 +569,13 @@ class Node:
             self.txn_coordinator.rebalance,
             wake=self._txn_shards_due,
         )
-        # producer.id.expiration.ms at the partitions this node leads.
+        # producer.id.expiration.ms (as in force at each sweep) at the partitions led here.
         sup.every(
             "producer id expiry",
             self.config.producer_id_expiration_check_interval_ms / 1000,
-            lambda: self.local_leader.expire_producers(self.config.producer_id_expiration_ms),
+            lambda: self.local_leader.expire_producers(
+                self.leader_txn_settings.producer_id_expiration_ms()
+            ),
         )
         sup.every("usage records", self.config.usage_interval_s, self.usage.flush)
         sup.every("catalog refresh", self.config.heartbeat_s / 2, self._refresh)

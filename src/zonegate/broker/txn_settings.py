@@ -10,7 +10,11 @@ The partition leaders honour the last three: producer ids idle past
 `producer.id.expiration.ms` are forgotten by each leader (Kafka's ProducerStateManager),
 looked for every `producer.id.expiration.check.interval.ms`, and
 `transaction.partition.verification.enable` turns KIP-890's verification off for
-Produce v11 and older (leader_forwarder/txn_verify.py).
+Produce v11 and older (leader_forwarder/txn_verify.py). AlterConfigs on a broker
+resource may change `producer.id.expiration.ms` and
+`transaction.partition.verification.enable` at run time, as in Kafka 4.3: the values
+here are then the static layer under the dynamic ones (services/leader_txn_settings.py);
+the others are static, as in Kafka.
 """
 
 from __future__ import annotations
@@ -67,7 +71,8 @@ TXN_SETTINGS: tuple[Setting, ...] = (
         "producer.id.expiration.ms",
         86_400_000,
         "producer.id.expiration.ms: a partition's leader forgets a producer id with no "
-        "transaction open there and no write this long (default {default}, 1 day)",
+        "transaction open there and no write this long (default {default}, 1 day; "
+        "AlterConfigs on a broker resource may change it at run time)",
         **MS_POSITIVE,
     ),
     Setting(
@@ -85,7 +90,7 @@ TXN_SETTINGS: tuple[Setting, ...] = (
         "transaction.partition.verification.enable: a transaction's first batch at a "
         "partition is taken only once its coordinator confirms the partition is in the "
         "transaction (KIP-890); false skips that for Produce v11 and older, as Kafka "
-        "(default {default})",
+        "(default {default}; AlterConfigs on a broker resource may change it at run time)",
         choices=ON_OFF,
         convert=is_true,
     ),

@@ -62,14 +62,15 @@ class LeaderService:
         partition_of: Callable[[int], TopicPartition | None],
         refresh: Callable[[], Awaitable[object]] | None = None,
         *,
-        verification: bool = True,
+        verification: bool | Callable[[], bool] = True,
     ) -> None:
         """The transaction coordinators a transaction's first batch at a partition is
         verified with (txn_verify.py); `partition_of`: stream id -> (topic, partition),
         read again after `refresh` when it does not know the stream; `verification`:
-        transaction.partition.verification.enable."""
+        transaction.partition.verification.enable, or what gives it as in force now."""
+        enabled = verification if callable(verification) else lambda: verification
         self._sequencer.verifier = TxnVerifier(
-            self._partitions, coordinators, partition_of, refresh, enabled=verification
+            self._partitions, coordinators, partition_of, refresh, enabled=enabled
         )
 
     @property

@@ -61,7 +61,7 @@ class TxnVerifier:
         partition_of: Callable[[int], TopicPartition | None],
         refresh: Callable[[], Awaitable[object]] | None = None,
         *,
-        enabled: bool = True,
+        enabled: Callable[[], bool] = lambda: True,
     ) -> None:
         self._partitions = partitions
         self._coordinators = coordinators
@@ -71,8 +71,14 @@ class TxnVerifier:
         self._refresh = refresh
         # transaction.partition.verification.enable: when off, a batch of Produce v11 or
         # older opens its transaction unverified, as Kafka; v12's add is always made (the
-        # coordinator learns of the partition only so under TV2).
-        self.enabled = enabled
+        # coordinator learns of the partition only so under TV2). Asked at each batch:
+        # AlterConfigs may change it at run time (services/leader_txn_settings.py).
+        self._enabled = enabled
+
+    @property
+    def enabled(self) -> bool:
+        """transaction.partition.verification.enable as in force now."""
+        return self._enabled()
 
     async def verify(
         self, batches: Sequence[AppendBatch], now_ms: int
@@ -91,7 +97,7 @@ class TxnVerifier:
             p = self._partitions.cached(b.stream_id)
             if p is None or not p.txns.needs_verification(b.producer_id, b.producer_epoch, True):
                 continue  # not led here (the cycle answers), or its transaction is open here
-            if not self.enabled and b.produce_version < IMPLICIT_ADD_VERSION:
+            if b.produce_version < IMPLICIT_ADD_VERSION and not self.enabled:
                 guards[i] = (UNVERIFIED, p)
                 continue
             tp = self._partition_of(b.stream_id)
