@@ -300,8 +300,8 @@ def test_aiokafka_commit_and_abort(txn_node: RunningNode) -> None:
                 for i in range(5):
                     await p.send(topic, b"kept%d" % i, partition=0)
             await p.begin_transaction()
-            for i in range(5):
-                await p.send(topic, b"dropped%d" % i, partition=0)
+            for i in range(5):  # acknowledged, so in the log before the abort
+                await p.send_and_wait(topic, b"dropped%d" % i, partition=0)
             await p.abort_transaction()
             async with p.transaction():
                 await p.send(topic, b"last", partition=0)
