@@ -348,6 +348,13 @@ def test_raw_requests_answer_as_kafka(txn_node: RunningNode) -> None:
         ("a", 0, True),
         ("b", 0, True),
     ]
+    # The coordinator named is a node of the client's zone (here: the node reached, its
+    # zone's only one), whichever node owns the id's shard; it passes the calls on.
+    for i in range(3):
+        other_zone = RawConnection(txn_node.port + i, timeout=30)
+        named = other_zone.request(FindCoordinatorRequest(key_type=1, coordinator_keys=(tid,)))
+        other_zone.close()
+        assert (named.coordinators[0].error_code, named.coordinators[0].node_id) == (0, i + 1)
     share = conn.request(FindCoordinatorV6(key_type=2, coordinator_keys=("g",)))
     assert share.coordinators[0].error_code == 42  # INVALID_REQUEST
     half = conn.request(
