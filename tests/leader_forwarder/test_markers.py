@@ -44,6 +44,16 @@ class Catalog:
     def get(self, name: str) -> TopicInfo | None:
         return self.topics.get(name)
 
+    async def lookup(self, name: str) -> TopicInfo | None:
+        return self.topics.get(name)
+
+
+class LateCatalog(Catalog):
+    """A node's cache that has not seen the topic yet; the store has it."""
+
+    def get(self, name: str) -> TopicInfo | None:
+        return None
+
 
 def _markers(epoch: int, coordinator_epoch: int, commit: bool = True) -> Markers:
     state = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
@@ -103,6 +113,12 @@ def test_markers_reach_the_leader_as_data_and_fence_as_kafka_does(tmp_path: Path
             gone = await writer.write_markers(_markers(1, 3), frozenset({("u", 0)}))
             assert gone == {("u", 0): E.unknown_topic_or_partition}
             assert not await writer.exists(("u", 0)) and await writer.exists(("t", 1))
+            # A topic this node's cache has not seen yet (made through another node an
+            # instant ago) is looked up: its partition gets its marker, not "gone".
+            late = WalMarkerWriter(LateCatalog(topic), wal, remote, ManualClock())
+            assert await late.exists(("t", 1))
+            again = await late.write_markers(_markers(1, 3), frozenset({("t", 1)}))
+            assert again == {("t", 1): E.none}
         finally:
             await remote.close()
             await server.stop(None)

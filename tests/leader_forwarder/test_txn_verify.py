@@ -50,6 +50,9 @@ class Catalog:
     def get(self, name: str) -> TopicInfo | None:
         return self.topic if name == self.topic.name else None
 
+    async def lookup(self, name: str) -> TopicInfo | None:
+        return self.get(name)
+
     def of(self, stream_id: int) -> tuple[str, int] | None:
         for p in self.topic.partitions:
             if p.stream_id == stream_id:

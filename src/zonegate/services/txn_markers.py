@@ -44,6 +44,10 @@ E = ErrorCode
 class MarkerCatalog(Protocol):
     def get(self, name: str) -> TopicInfo | None: ...
 
+    async def lookup(self, name: str) -> TopicInfo | None:
+        """The topic, also when another node made it since the cache's last refresh."""
+        ...
+
 
 class MarkerLeaders(Protocol):
     async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]: ...
@@ -58,14 +62,20 @@ class WalMarkerWriter:
         self._leaders = leaders
         self._clock = clock
 
-    def _stream(self, partition: TopicPartition) -> int | None:
+    async def _stream(self, partition: TopicPartition) -> int | None:
+        # Looked up, not only read from this node's cache: a topic created through
+        # another node an instant before its first transaction ends may not be in the
+        # cache yet, and a partition wrongly taken for deleted would get no marker (its
+        # transaction would stay open there, and be committed by the next one's marker).
         topic = self._catalog.get(partition[0])
+        if topic is None or not 0 <= partition[1] < len(topic.partitions):
+            topic = await self._catalog.lookup(partition[0])
         if topic is None or not 0 <= partition[1] < len(topic.partitions):
             return None
         return topic.partitions[partition[1]].stream_id
 
     async def exists(self, partition: TopicPartition) -> bool:
-        return self._stream(partition) is not None
+        return await self._stream(partition) is not None
 
     async def write_markers(
         self, markers: Markers, partitions: frozenset[TopicPartition]
@@ -99,9 +109,9 @@ class WalMarkerWriter:
         now = self._clock.wall_ms()
         data = encode_marker(producer_id, producer_epoch, coordinator_epoch, commit, now)
         answers: dict[TopicPartition, ErrorCode] = {}
+        streams = {tp: await self._stream(tp) for tp in sorted(partitions)}
         staged = []
-        for tp in sorted(partitions):
-            sid = self._stream(tp)
+        for tp, sid in streams.items():
             if sid is None:
                 answers[tp] = E.unknown_topic_or_partition
                 continue

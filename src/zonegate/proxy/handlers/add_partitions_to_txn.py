@@ -114,7 +114,7 @@ async def _transaction(
     )
     failed: dict[Partition, ErrorCode] = {}
     for topic, partition in wanted:
-        info = ctx.services.topics.get(topic)
+        info = await ctx.services.topics.lookup(topic)
         if topic not in allowed:
             failed[(topic, partition)] = E.topic_authorization_failed
         elif info is None or not 0 <= partition < len(info.partitions):

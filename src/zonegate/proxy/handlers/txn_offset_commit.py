@@ -76,7 +76,7 @@ async def _commit(
     allowed = authorized_by_name(ctx, AclOperation.READ, TOPIC, request.topics, lambda t: t.name)
     errors: list[ErrorCode | None] = []
     for o in offsets:
-        info = ctx.services.topics.get(o.topic)
+        info = await ctx.services.topics.lookup(o.topic)
         if o.topic not in allowed:
             errors.append(E.topic_authorization_failed)
         elif info is None or not 0 <= o.partition < len(info.partitions):
