@@ -21,6 +21,7 @@ import sys
 from zonegate.broker.http import HttpEndpoint
 from zonegate.broker.metrics import node_registry
 from zonegate.broker.node import Node
+from zonegate.broker.startup import StartupError
 from zonegate.broker.workers import WorkerBoot
 from zonegate.leader_forwarder.grpc_client import RemoteLeader
 
@@ -52,7 +53,7 @@ async def start_worker(node: Node, socks: list[socket.socket], rpc_target: str) 
     await sup.start("link to the node process", None, parent.close)
     await sup.start("RPC clients", None, node.peers.close)
     await sup.start("usage records", None, node.usage.flush)
-    await sup.start("live nodes", node.membership.renew)  # reads only: `leaving` is set
+    await sup.start("live nodes", lambda: _read_nodes(node))
     for server, sock in zip(node.servers, socks, strict=False):
         await sup.start(f"Kafka listener {server.name}", functools.partial(server.start, sock))
     hb = node.config.heartbeat_s
@@ -65,6 +66,17 @@ async def start_worker(node: Node, socks: list[socket.socket], rpc_target: str) 
     await sup.start("HTTP endpoint", node.http.start, node.http.stop)
     await sup.start("draining the Kafka listener", None, lambda: _drain(node))
     node.ready = True
+
+
+async def _read_nodes(node: Node) -> None:
+    """Reads the live nodes (never renewing: `leaving` is set) and takes this node's
+    record, endpoints and incarnation as the node process registered them: what
+    Metadata and FindCoordinator answers name."""
+    await node.membership.renew()
+    me = node.membership.node(node.config.node_id)
+    if me is None:
+        raise StartupError(f"node {node.config.node_id} is not registered: no node process")
+    node.membership.me = me
 
 
 async def _drain(node: Node) -> None:

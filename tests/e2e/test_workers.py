@@ -1,0 +1,221 @@
+"""A node with two processes serving its listener (`--workers 2`, docs/cores.md):
+real clients (confluent-kafka and kafka-python) produce, fetch and use consumer
+groups with their connections landing on both processes; the node shows one
+/metrics and one set of usage records, each byte counted once; a worker killed
+with SIGKILL is started again by the node process and nothing acknowledged is lost.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer, KafkaProducer
+
+from tests.cluster_harness import ClusterNode, start_cluster, wait_until
+from zonegate.analytics.facts import arrow_facts
+from zonegate.analytics.source import locate
+
+pytestmark = pytest.mark.e2e
+
+
+def _metric(node: ClusterNode, name: str) -> dict[str, float]:
+    """`name`'s series by their labels other than node (as "k=v,..."), from /metrics."""
+    out: dict[str, float] = {}
+    for n, labels, value in node.metrics():
+        if n == name:
+            key = ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if k != "node")
+            out[key] = out.get(key, 0.0) + value
+    return out
+
+
+def _workers_of(pid: int) -> list[int]:
+    """The node process's children: its workers."""
+    children = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            children.append(int(entry))
+    return children
+
+
+def _create(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+
+
+def _consume_confluent(bootstrap: str, topic: str, group: str, count: int) -> list[bytes]:
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    c.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(got) < count and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+        c.commit(asynchronous=False)
+    finally:
+        c.close()
+    return got
+
+
+def test_two_workers_serve_real_clients_with_one_metrics_and_one_usage(tmp_path: Path) -> None:
+    cluster = start_cluster(tmp_path, ["a"], 1, ["--workers", "2", "--usage-interval-s", "60"])
+    node = cluster.nodes[0]
+    try:
+        assert _metric(node, "zonegate_workers") == {"": 2.0}
+        _create(node.bootstrap, "orders", 6)
+        sent = [f"order {i}".encode() for i in range(3000)]
+        # Producers kept open until both processes hold some of their connections: each
+        # connection goes to whichever process accepts it first.
+        producers: list[Producer] = []
+        while len(producers) < 24:
+            p = Producer(
+                {"bootstrap.servers": node.bootstrap, "enable.idempotence": True, "acks": "all"}
+            )
+            producers.append(p)
+            for v in sent[len(producers) - 1 :: 24]:
+                p.produce("orders", v)
+            assert p.flush(30) == 0
+            per_process = _metric(node, "zonegate_process_connections")
+            if len(producers) >= 4 and all(v > 0 for v in per_process.values()):
+                break
+        assert sorted(per_process) == ["process=0", "process=1"]
+        assert all(v > 0 for v in per_process.values()), per_process
+        for k in range(len(producers), 24):  # the values of the producers not opened
+            for v in sent[k::24]:
+                producers[0].produce("orders", v)
+        assert producers[0].flush(30) == 0
+        kp = KafkaProducer(bootstrap_servers=node.bootstrap, acks="all")
+        extra = [f"kp {i}".encode() for i in range(500)]
+        for v in extra:
+            kp.send("orders", v)
+        kp.flush(30)
+        # Confluent's group, then kafka-python's: their coordinator is in the node
+        # process, reached from a worker over the leader RPC.
+        got = _consume_confluent(node.bootstrap, "orders", "billing", len(sent) + len(extra))
+        assert sorted(got) == sorted(sent + extra)
+        assert len(got) == len(set(got))
+        kc = KafkaConsumer(
+            "orders",
+            bootstrap_servers=node.bootstrap,
+            group_id="audit",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            consumer_timeout_ms=20000,
+        )
+        seen: list[bytes] = []
+        for m in kc:
+            seen.append(m.value)
+            if len(seen) == len(got):
+                break
+        kc.commit()
+        kc.close()
+        assert sorted(seen) == sorted(got)
+        # One /metrics: the produce bytes both processes took, counted once.
+        produced = sum(
+            v
+            for k, v in _metric(node, "zonegate_traffic_received_bytes_total").items()
+            if "kind=produce_data" in k
+        )
+        assert produced > len(got) * 6  # every record's value at least
+        assert not any(
+            "kind=forward_rpc" in k for k in _metric(node, "zonegate_traffic_received_bytes_total")
+        ), "a worker's calls to its own node are not traffic"
+        for p in producers:
+            p.flush(10)
+        kp.close()
+        del producers
+        node.stop()  # every process writes its last usage records
+        facts = arrow_facts(locate((tmp_path / "objects").resolve().as_uri())).to_pylist()
+        usage_produced = sum(f["bytes_in"] for f in facts if f["kind"] == "produce_data")
+        assert usage_produced == produced
+        assert not [f for f in facts if f["kind"] == "forward_rpc"]
+        files = list((tmp_path / "objects" / "usage").rglob("*.parquet"))
+        assert len(files) >= 2  # the node process's and the worker's
+    finally:
+        cluster.stop()
+
+
+def test_a_killed_worker_is_restarted_and_nothing_acknowledged_is_lost(tmp_path: Path) -> None:
+    cluster = start_cluster(tmp_path, ["a"], 1, ["--workers", "2"])
+    node = cluster.nodes[0]
+    try:
+        _create(node.bootstrap, "payments", 4)
+        assert node.proc is not None
+        (worker,) = _workers_of(node.proc.pid)
+        acked: list[bytes] = []
+        failed: list[str] = []
+        stop = threading.Event()
+
+        def on_delivery(err: object, msg: object) -> None:
+            if err is None:
+                acked.append(msg.value())  # type: ignore[attr-defined]
+            else:
+                failed.append(str(err))
+
+        def produce() -> None:
+            # Several producers, so some hold connections to the worker when it dies.
+            ps = [
+                Producer(
+                    {
+                        "bootstrap.servers": node.bootstrap,
+                        "enable.idempotence": True,
+                        "acks": "all",
+                        "message.timeout.ms": 60000,
+                    }
+                )
+                for _ in range(6)
+            ]
+            i = 0
+            while not stop.is_set():
+                for p in ps:
+                    p.produce("payments", f"pay {i}".encode(), on_delivery=on_delivery)
+                    p.poll(0)
+                    i += 1
+                time.sleep(0.005)
+            for p in ps:
+                p.flush(60)
+
+        t = threading.Thread(target=produce)
+        t.start()
+        try:
+            assert wait_until(lambda: len(acked) > 500, 30)
+            os.kill(worker, signal.SIGKILL)
+            assert wait_until(
+                lambda: _metric(node, "zonegate_worker_restarts_total") == {"": 1.0}, 30
+            )
+            assert wait_until(lambda: _metric(node, "zonegate_workers") == {"": 2.0}, 30)
+            (again,) = _workers_of(node.proc.pid)
+            assert again != worker
+            before = len(acked)
+            assert wait_until(lambda: len(acked) > before + 500, 30)  # serving on
+        finally:
+            stop.set()
+            t.join(90)
+        assert not failed, failed[:5]
+        got = _consume_confluent(node.bootstrap, "payments", "check", len(acked))
+        missing = set(acked) - set(got)
+        assert not missing, f"{len(missing)} acknowledged records lost"
+        assert len(got) == len(set(got)), "an idempotent producer's retry was written twice"
+    finally:
+        cluster.stop()
