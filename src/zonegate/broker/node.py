@@ -38,7 +38,7 @@ from zonegate.broker.node_identity import (
 from zonegate.broker.peer_probes import PeerProbes
 from zonegate.broker.rpc_tls_settings import check_peers_accept, open_rpc_tls
 from zonegate.broker.usage import UsageWriter
-from zonegate.broker.workers import WorkerPool
+from zonegate.broker.workers import WorkerPool, loopback
 from zonegate.coordinator.classic import GroupConfig
 from zonegate.coordinator.consumer_group import ConsumerGroupSettings
 from zonegate.coordinator.service import GroupCoordinator
@@ -87,15 +87,6 @@ from zonegate.wal_s3.wal_writer import WalWriter
 
 log = logging.getLogger(__name__)
 _PROBE_INTERVAL_S = 5.0
-_WILDCARDS = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "[::1]"}
-
-
-def _loopback(host: str) -> str:
-    """Where a worker on this machine dials a listener bound on `host`."""
-    if host in _WILDCARDS:
-        return _WILDCARDS[host]
-    return f"[{host}]" if ":" in host else host
-
 
 _LAG_INTERVAL_S = 10.0
 
@@ -540,7 +531,7 @@ class Node:
             self.workers = WorkerPool(
                 self.config,
                 tuple(server.listening_fd() for server in self.servers),
-                f"{_loopback(rpc_host)}:{rpc_port}",
+                f"{loopback(rpc_host)}:{rpc_port}",
                 logging.getLevelName(logging.getLogger().getEffectiveLevel()),
             )
             await sup.start("workers", self.workers.start, self.workers.stop)

@@ -32,6 +32,16 @@ _START_TIMEOUT_S = 60.0
 _SCRAPE_TIMEOUT_S = 5.0
 
 
+_WILDCARDS = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "[::1]"}
+
+
+def loopback(host: str) -> str:
+    """Where a worker on this machine dials a listener bound on `host`."""
+    if host in _WILDCARDS:
+        return _WILDCARDS[host]
+    return f"[{host}]" if ":" in host else host
+
+
 @dataclass(frozen=True)
 class WorkerBoot:
     """What a worker is told at start."""
