@@ -219,3 +219,31 @@ def test_a_killed_worker_is_restarted_and_nothing_acknowledged_is_lost(tmp_path:
         assert len(got) == len(set(got)), "an idempotent producer's retry was written twice"
     finally:
         cluster.stop()
+
+
+def test_workers_go_with_their_node_process_and_free_its_port(tmp_path: Path) -> None:
+    """A node process killed with SIGKILL leaves no worker serving on its own: its
+    workers close the shared listener and exit, and the node started again takes the
+    same port, with what was acknowledged before."""
+    cluster = start_cluster(tmp_path, ["a"], 1, ["--workers", "2"])
+    node = cluster.nodes[0]
+    try:
+        _create(node.bootstrap, "ledger", 2)
+        p = Producer({"bootstrap.servers": node.bootstrap, "enable.idempotence": True})
+        sent = [f"entry {i}".encode() for i in range(200)]
+        for v in sent:
+            p.produce("ledger", v)
+        assert p.flush(30) == 0
+        del p
+        assert node.proc is not None
+        (worker,) = _workers_of(node.proc.pid)
+        port = node.port
+        node.kill9()
+        assert wait_until(lambda: not Path(f"/proc/{worker}").exists(), 15)
+        node.args[node.args.index("--listen") + 1] = f"127.0.0.1:{port}"
+        node.start()
+        assert node.port == port
+        got = _consume_confluent(node.bootstrap, "ledger", "after", len(sent))
+        assert sorted(got) == sorted(sent)
+    finally:
+        cluster.stop()

@@ -28,9 +28,12 @@ from zonegate.leader_forwarder.grpc_client import RemoteLeader
 log = logging.getLogger(__name__)
 
 
-async def start_worker(node: Node, socks: list[socket.socket], rpc_target: str) -> None:
+async def start_worker(
+    node: Node, socks: list[socket.socket], rpc_target: str, orphaned: asyncio.Event
+) -> None:
     """Starts `node` (made with `worker` set) as a worker: the stores, the metadata it
-    reads, the link to its node process, then the listeners on `socks`."""
+    reads, the link to its node process, then the listeners on `socks`. `orphaned` is
+    set when the node process is gone (the drain is then short: below)."""
     sup = node.supervisor
     await sup.start("metadata store", None, node.meta.close)
     await sup.start("object store", None, node.store.close)
@@ -64,7 +67,7 @@ async def start_worker(node: Node, socks: list[socket.socket], rpc_target: str) 
     sup.every("ACLs", hb, node.authorizer.refresh)
     node.http = HttpEndpoint(node_registry(node), node.is_ready, "127.0.0.1", 0)
     await sup.start("HTTP endpoint", node.http.start, node.http.stop)
-    await sup.start("draining the Kafka listener", None, lambda: _drain(node))
+    await sup.start("draining the Kafka listener", None, lambda: _drain(node, orphaned))
     node.ready = True
 
 
@@ -79,13 +82,17 @@ async def _read_nodes(node: Node) -> None:
     node.membership.me = me
 
 
-async def _drain(node: Node) -> None:
+async def _drain(node: Node, orphaned: asyncio.Event) -> None:
     """Stops accepting, answers what was read, and seals and uploads the open WAL, its
-    batches committed by the node's leader (still serving: it drains after us)."""
+    batches committed by the node's leader (still serving: it drains after us).
+
+    Without the node process (it died) no produce can be committed by its leader:
+    the worker closes its connections at once, so their clients go to the node that
+    takes its place, and gives up what it had staged (never acknowledged)."""
     for server in node.servers:
         await server.stop_accepting()
-    await node.server.drain(node.config.drain_timeout_s)
-    await node.wal.close(drain=True)
+    await node.server.drain(0.0 if orphaned.is_set() else node.config.drain_timeout_s)
+    await node.wal.close(drain=not orphaned.is_set())
 
 
 def _read_exactly(fd: int, size: int) -> bytes:
@@ -109,6 +116,7 @@ def _read_boot() -> WorkerBoot:
 async def _serve(boot: WorkerBoot) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
+    orphaned = asyncio.Event()
     # Interrupts go to the whole process group: the node process drains us itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -117,13 +125,14 @@ async def _serve(boot: WorkerBoot) -> int:
         # Standard input reads empty when the node process closed it, or died.
         if not os.read(0, 4096):
             loop.remove_reader(0)
+            orphaned.set()
             stop.set()
 
     loop.add_reader(0, node_process_gone)
     node = Node(boot.config, worker=boot.index)
     socks = [socket.socket(fileno=fd) for fd in boot.fds]
     try:
-        await start_worker(node, socks, boot.rpc_target)
+        await start_worker(node, socks, boot.rpc_target, orphaned)
     except BaseException:
         log.exception("worker %d of node %d could not start", boot.index, boot.config.node_id)
         await node.stop()
