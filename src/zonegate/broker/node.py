@@ -9,7 +9,9 @@ background tasks; stop is the reverse: stop accepting, answer what was read
 (WAL uploads and leader commits finish), hand the partitions and groups over
 to the other live nodes at once (lifecycle.py), close the stores. Before any of
 it, the node takes its data directory's lock and claims its node id under a new
-incarnation, or refuses to start (node_identity.py).
+incarnation, or refuses to start (node_identity.py). With `zonegate.workers` above
+1 it starts its worker processes last (broker/workers.py) and drains them first; a
+worker is a `Node` made with `worker` set, started by broker/worker.py (docs/cores.md).
 """
 
 from __future__ import annotations
@@ -87,7 +89,6 @@ from zonegate.wal_s3.wal_writer import WalWriter
 
 log = logging.getLogger(__name__)
 _PROBE_INTERVAL_S = 5.0
-
 _LAG_INTERVAL_S = 10.0
 
 

@@ -206,9 +206,11 @@ class WorkerPool:
         )
         per_process.add_metric([node, "0"], gauge_total(own_text, "zonegate_connections"))
         workers: list[str] = []
+        unread: list[str] = []  # their counters as last read, so the node's never drop
         for w, text in zip(alive, texts, strict=True):
             if isinstance(text, BaseException):
                 log.warning("worker %d's metrics unread: %s", w.index, text)
+                unread += [w.last_metrics] if w.last_metrics else []
                 continue
             workers.append(text)
             w.last_metrics = text
@@ -225,4 +227,5 @@ class WorkerPool:
             labels=["node"],
         )
         restarts.add_metric([node], self.restarts)
-        return merge(own_text, workers, [per_process, serving, restarts], self._retired)
+        extra = [per_process, serving, restarts]
+        return merge(own_text, workers, extra, [*self._retired, *unread])
