@@ -247,3 +247,51 @@ def test_workers_go_with_their_node_process_and_free_its_port(tmp_path: Path) ->
         assert sorted(got) == sorted(sent)
     finally:
         cluster.stop()
+
+
+def test_tls_and_sasl_listeners_are_served_by_both_processes(tmp_path: Path) -> None:
+    """SASL_SSL (PLAIN) on a node of two processes: each process makes its listener's
+    TLS context and authentication from the same settings, so a client is served the
+    same whichever process accepted its connection."""
+    from tests.node_harness import free_port_block
+    from tests.security.certs import TestPki
+    from tests.security.client_configs import Login, confluent
+    from tests.security.roundtrip import VALUES, roundtrip
+    from tests.security.secure_node import PLAIN_USERS, security_properties
+
+    pki = TestPki(tmp_path / "pki")
+    base = free_port_block(2)
+    ports = {"PLAINTEXT": base, "SASL_SSL": base + 1}
+    props = security_properties(pki, ports, None)
+    props["sasl.enabled.mechanisms"] = "PLAIN"
+    for key in [k for k in props if "scram" in k]:
+        del props[key]
+    config = tmp_path / "server.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    args = ["--node-id", "1", "--zone", "a", "--data-dir", str(tmp_path / "node")]
+    args += ["--http-port", "0", "--config", str(config), "--workers", "2"]
+    node = ClusterNode(1, "a", args, tmp_path / "node.log")
+    node.start()
+    try:
+        login = Login(
+            f"127.0.0.1:{ports['SASL_SSL']}",
+            "SASL_SSL",
+            ca=pki.ca_file,
+            mechanism="PLAIN",
+            username="alice",
+            password=PLAIN_USERS["alice"],
+        )
+        # Clients kept open until both processes hold some of their connections.
+        held: list[Producer] = []
+        while len(held) < 24:
+            held.append(Producer(confluent(login)))
+            held[-1].list_topics(timeout=30)
+            per_process = _metric(node, "zonegate_process_connections")
+            if len(held) >= 4 and all(v > 0 for v in per_process.values()):
+                break
+        assert all(v > 0 for v in per_process.values()), per_process
+        for i in range(3):
+            assert roundtrip("confluent-kafka", login, f"secure-{i}", f"g{i}") == sorted(VALUES)
+        del held
+    finally:
+        node.stop()
