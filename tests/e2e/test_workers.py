@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
 from tests.cluster_harness import ClusterNode, start_cluster, wait_until
 from zonegate.analytics.facts import arrow_facts
@@ -131,6 +131,16 @@ def test_two_workers_serve_real_clients_with_one_metrics_and_one_usage(tmp_path:
         kc.commit()
         kc.close()
         assert sorted(seen) == sorted(got)
+        # DescribeLogDirs tells the same sizes whichever process answers (a worker
+        # holds no partition: it reads them from the index in the store).
+        sizes = set()
+        for _ in range(6):
+            admin = KafkaAdminClient(bootstrap_servers=node.bootstrap)
+            (answer,) = admin.describe_log_dirs()
+            admin.close()
+            (topic,) = answer["log_dirs"][0]["topics"]
+            sizes.add(tuple(p["partition_size"] for p in topic["partitions"]))
+        assert len(sizes) == 1 and sum(next(iter(sizes))) > len(got) * 6, sizes
         # One /metrics: the produce bytes both processes took, counted once.
         produced = sum(
             v

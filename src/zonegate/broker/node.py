@@ -306,7 +306,8 @@ class Node:
                 config.node_id,
                 self.catalog.partitions,
                 self.cluster.leader_for,
-                self.local_leader.partition_bytes,
+                # A worker holds no partition: the index in the store has the sizes.
+                self.local_leader.partition_bytes if not worker else self._indexed_bytes,
                 self.meta.read_index,
             ),
             leadership=Reassignments(
@@ -381,6 +382,9 @@ class Node:
         if self.worker and node_id == self.config.node_id:
             return self.parent
         return self.peers.client(node_id)
+
+    async def _indexed_bytes(self, stream_id: int) -> int:
+        return sum(e.length for e in await self.meta.read_index(stream_id))
 
     def _place(self, count: int, current: Mapping[int, int]) -> list[int]:
         return place_counted(count, self.membership.leading_nodes(), current)
