@@ -40,6 +40,7 @@ from tests.fuzzing import (
     read_capture,
 )
 from tests.fuzzing_security import TLS_KINDS, SecureFuzzStats, fuzz_sasl, fuzz_tls
+from tests.inprocess import start_inprocess_node
 from tests.node_harness import free_port_block
 from tests.security.certs import TestPki
 from tests.security.client_configs import Login
@@ -92,6 +93,26 @@ def test_issue_12_frames_leave_the_node_serving(node_factory: NodeFactory) -> No
         assert "TypeError" not in log
     finally:
         health.close()
+
+
+def test_a_client_that_closes_its_side_is_closed_quietly(tmp_path: Path) -> None:
+    """A half-close (FIN after a request) ends the connection as Kafka's does, with no
+    error in the node's log. In process: on asyncio's own loop, which calls the
+    protocol's eof_received (uvloop, the node process's loop, did not complain)."""
+    node = start_inprocess_node(tmp_path, ["--zones", "zone-a"])
+    try:
+        api_versions = struct.pack(">hhih", 18, 0, 7, 4) + b"half"
+        for _ in range(2):
+            with socket.create_connection(("127.0.0.1", node.port), timeout=10) as s:
+                s.sendall(struct.pack(">i", len(api_versions)) + api_versions)
+                assert len(s.recv(65536)) > 4
+                s.shutdown(socket.SHUT_WR)
+                while s.recv(65536):
+                    pass
+        log = node.log_text()
+        assert "eof_received" not in log and "Fatal error" not in log, log[-2000:]
+    finally:
+        node.stop()
 
 
 def test_twenty_thousand_malformed_frames(node_factory: NodeFactory, tmp_path: Path) -> None:

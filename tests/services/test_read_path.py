@@ -28,6 +28,7 @@ from zonegate.services.read_path import EARLIEST, LATEST, MAX_TIMESTAMP, ReadSer
 from zonegate.services.topic_configs import topic_rules
 from zonegate.storage.index import IndexEntry, StreamIndex, UnknownStream
 from zonegate.storage.log_cache import LogCache
+from zonegate.storage.objects import TransientObjectStoreError
 from zonegate.storage.reader import StreamReader
 from zonegate.storage.topic_rules import TopicRules
 
@@ -193,10 +194,24 @@ class ClassedStore(MemoryStore):
         return await super().get_range(key, start, length)
 
 
+class FailingStore(ClassedStore):
+    """Fails every ranged GET of the keys in `failing` as the object store does once
+    its retries are spent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failing: set[str] = set()
+
+    async def get_range(self, key: str, start: int, length: int) -> bytes:
+        if key in self.failing:
+            raise TransientObjectStoreError(f"S3 connection failed on {key!r}")
+        return await super().get_range(key, start, length)
+
+
 class Rig:
     def __init__(self, *topics: TopicInfo, elsewhere: Sequence[TopicInfo] = ()) -> None:
         self.clock = ManualClock()
-        self.store = ClassedStore()
+        self.store = FailingStore()
         self.catalog = FakeCatalog(*topics, elsewhere=elsewhere)
         self.leader = FakeLeader(self.store, self.clock)
         self.epochs = FakeEpochs()
@@ -375,6 +390,27 @@ def test_a_partition_its_leader_cannot_serve_is_answered_at_once() -> None:
         assert gone.error == ErrorCode.not_leader_or_follower
         assert deleted.error == ErrorCode.unknown_topic_or_partition
         assert (fine.error, _values(fine.records)) == (ErrorCode.none, [(0, b"fine")])
+
+    run(body())
+
+
+def test_a_partition_the_object_store_fails_to_read_answers_a_storage_error() -> None:
+    async def body() -> None:
+        rig = Rig(_topic(TOPIC, 10, 2))
+        rig.leader.publish(10, [b"lost"], [1000])
+        rig.leader.publish(11, [b"fine"], [1000])
+        rig.store.failing.add("wal/000000")
+        # A long poll is not held: the failed partition is answered at once, and the
+        # request's other partition as usual.
+        failed, fine = await rig.fetch((TOPIC, 0, 0), (TOPIC, 1, 0), max_wait_s=30)
+        assert (failed.error, failed.records) == (ErrorCode.kafka_storage_error, b"")
+        assert (fine.error, _values(fine.records)) == (ErrorCode.none, [(0, b"fine")])
+        offset = await rig.reads.list_offset(TOPIC, 0, 1000, max_timestamp_allowed=True)
+        assert offset.error == ErrorCode.kafka_storage_error
+        # Once the store answers again, so does the partition.
+        rig.store.failing.clear()
+        (again,) = await rig.fetch((TOPIC, 0, 0))
+        assert (again.error, _values(again.records)) == (ErrorCode.none, [(0, b"lost")])
 
     run(body())
 

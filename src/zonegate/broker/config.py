@@ -66,6 +66,7 @@ class NodeConfig:
     stream_object_bytes: int = _d("stream_object_bytes")
     compaction_max_delay_ms: int = _d("compaction_max_delay_ms")
     drain_timeout_s: float = _d("drain_timeout_s")
+    workers: int = _d("workers")  # processes serving the Kafka listeners (docs/cores.md)
     # Consumer groups, classic and KIP-848, with Kafka's broker settings and defaults.
     group_min_session_timeout_ms: int = _d("group_min_session_timeout_ms")
     group_max_session_timeout_ms: int = _d("group_max_session_timeout_ms")

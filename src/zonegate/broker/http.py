@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from prometheus_client import CollectorRegistry, generate_latest
 
@@ -22,9 +22,17 @@ _MAX_CONNECTIONS = 64
 
 class HttpEndpoint:
     def __init__(
-        self, registry: CollectorRegistry, ready: Callable[[], bool], host: str, port: int
+        self,
+        registry: CollectorRegistry,
+        ready: Callable[[], bool],
+        host: str,
+        port: int,
+        combine: Callable[[bytes], Awaitable[bytes]] | None = None,
     ) -> None:
+        """`combine`: the node's one /metrics from this process's (its workers' added in,
+        docs/cores.md)."""
         self._registry = registry
+        self._combine = combine
         self._ready = ready
         self._host = host
         self._port = port
@@ -52,7 +60,10 @@ class HttpEndpoint:
         try:
             path = await asyncio.wait_for(_read_request_path(reader), _REQUEST_TIMEOUT_S)
             if path == "/metrics":
-                status, body, ctype = "200 OK", generate_latest(self._registry), "text/plain"
+                body = generate_latest(self._registry)
+                if self._combine is not None:
+                    body = await self._combine(body)
+                status, ctype = "200 OK", "text/plain"
             elif path == "/healthz":
                 status, body, ctype = "200 OK", b"ok\n", "text/plain"
             elif path == "/readyz":

@@ -9,7 +9,9 @@ background tasks; stop is the reverse: stop accepting, answer what was read
 (WAL uploads and leader commits finish), hand the partitions and groups over
 to the other live nodes at once (lifecycle.py), close the stores. Before any of
 it, the node takes its data directory's lock and claims its node id under a new
-incarnation, or refuses to start (node_identity.py).
+incarnation, or refuses to start (node_identity.py). With `zonegate.workers` above
+1 it starts its worker processes last (broker/workers.py) and drains them first; a
+worker is a `Node` made with `worker` set, started by broker/worker.py (docs/cores.md).
 """
 
 from __future__ import annotations
@@ -38,10 +40,12 @@ from zonegate.broker.node_identity import (
 from zonegate.broker.peer_probes import PeerProbes
 from zonegate.broker.rpc_tls_settings import check_peers_accept, open_rpc_tls
 from zonegate.broker.usage import UsageWriter
+from zonegate.broker.workers import WorkerPool, loopback
 from zonegate.coordinator.classic import GroupConfig
 from zonegate.coordinator.consumer_group import ConsumerGroupSettings
 from zonegate.coordinator.service import GroupCoordinator
 from zonegate.leader_forwarder.directory import LeaderDirectory
+from zonegate.leader_forwarder.grpc_client import RemoteLeader
 from zonegate.leader_forwarder.grpc_server import start_leader_server
 from zonegate.leader_forwarder.leader import LeaderService
 from zonegate.leader_forwarder.moves import forget_moved
@@ -95,8 +99,14 @@ _LAG_INTERVAL_S = 10.0
 
 
 class Node:
-    def __init__(self, config: NodeConfig, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, config: NodeConfig, clock: Clock = SYSTEM_CLOCK, *, worker: int = 0) -> None:
+        """`worker` > 0: this is that worker process of the node (docs/cores.md,
+        broker/worker.py): it serves the Kafka front and reaches the node's roles in
+        the node process through `parent`."""
         self.config = config
+        self.worker = worker
+        self.parent: RemoteLeader | None = None  # a worker's link to the node process
+        self.workers: WorkerPool | None = None  # the node process's, with zonegate.workers > 1
         self.clock = clock
         self.supervisor = Supervisor(f"node {config.node_id}", clock)
         self.meta: MetaStore = open_metastore(config.meta_url)
@@ -133,6 +143,10 @@ class Node:
         self.membership = Membership(
             self.meta, me, lease_ms=config.lease_ms, clock_ms=clock.wall_ms
         )
+        # A worker reads the live nodes and never renews the node's lease.
+        self.membership.leaving = worker > 0
+        # The node id whose roles are served in this process: none in a worker.
+        serves_roles = config.node_id if not worker else -1
         self.catalog = Catalog(
             self.meta,
             self._place,
@@ -195,10 +209,10 @@ class Node:
             config.rpc_ssl_keystore, config.rpc_ssl_truststore, config.rpc_ssl_server_name
         )
         self.leader = LeaderDirectory(
-            config.node_id,
+            serves_roles,
             self.local_leader,
             self.catalog.by_stream,
-            self.peers.client,
+            self._peer,
             self.refresh_catalog,
             clock=clock,
         )
@@ -216,7 +230,7 @@ class Node:
             self.store,
             self.accounting,
             cluster=config.cluster_id,
-            stored_bytes=self.local_leader.stored_bytes,
+            stored_bytes=self.local_leader.stored_bytes if not worker else lambda: 0,
             clock=clock,
         )
         self.cluster = NodeCluster(
@@ -236,9 +250,9 @@ class Node:
         )
         self.groups = RoutedGroups(
             self.coordinator,
-            config.node_id,
+            serves_roles,
             self.cluster,
-            self.peers.client,
+            self._peer,
             clock,
             owner_wait_s=config.lease_ms / 1000 + 2.0,
         )
@@ -342,7 +356,8 @@ class Node:
                 config.node_id,
                 self.catalog.partitions,
                 self.cluster.leader_for,
-                self.local_leader.partition_bytes,
+                # A worker holds no partition: the index in the store has the sizes.
+                self.local_leader.partition_bytes if not worker else self._indexed_bytes,
                 self.meta.read_index,
             ),
             leadership=Reassignments(
@@ -421,6 +436,15 @@ class Node:
         )
 
     # -- wiring -------------------------------------------------------------
+    def _peer(self, node_id: int) -> RemoteLeader | None:
+        """The link to a node's roles: in a worker, its own node's are the node process's."""
+        if self.worker and node_id == self.config.node_id:
+            return self.parent
+        return self.peers.client(node_id)
+
+    async def _indexed_bytes(self, stream_id: int) -> int:
+        return sum(e.length for e in await self.meta.read_index(stream_id))
+
     def _place(self, count: int, current: Mapping[int, int]) -> list[int]:
         return place_counted(count, self.membership.leading_nodes(), current)
 
@@ -593,9 +617,22 @@ class Node:
         await self.store.put(self._probe_key, b"ok\n")
         sup.every("object store", _PROBE_INTERVAL_S, self._probe_object_store)
         sup.every("group lag", _LAG_INTERVAL_S, self.group_lag.measure)
+        if self.config.workers > 1:
+            rpc_host = self.config.rpc_host or self.config.host
+            self.workers = WorkerPool(
+                self.config,
+                tuple(server.listening_fd() for server in self.servers),
+                f"{loopback(rpc_host)}:{rpc_port}",
+                logging.getLevelName(logging.getLogger().getEffectiveLevel()),
+            )
+            await sup.start("workers", self.workers.start, self.workers.stop)
         if self.config.http_port is not None:
             self.http = HttpEndpoint(
-                node_registry(self), self._is_ready, self.config.host, self.config.http_port
+                node_registry(self),
+                self._is_ready,
+                self.config.host,
+                self.config.http_port,
+                self.workers.combine if self.workers is not None else None,
             )
             await sup.start("HTTP endpoint", self.http.start, self.http.stop)
         # Stopped first: stop accepting and answer what was read while this node still
@@ -619,7 +656,11 @@ class Node:
         """Stops accepting, answers what was read, and seals and uploads the open WAL."""
         for server in self.servers:
             await server.stop_accepting()
-        await self.server.drain(self.config.drain_timeout_s)  # all listeners' connections
+        # The workers drain beside this process, their batches committed by its leader.
+        await asyncio.gather(
+            self.server.drain(self.config.drain_timeout_s),  # all listeners' connections
+            self.workers.stop() if self.workers is not None else asyncio.sleep(0),
+        )
         await self.wal.close(drain=True)
         try:
             await hand_over(self.meta, self.membership, self.catalog.topics(), self.stopping_with)

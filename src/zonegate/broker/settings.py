@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from zonegate.broker.acl_settings import ACL_SETTINGS
+from zonegate.broker.cores import workers_setting
 from zonegate.broker.qos_flags import QOS_SETTINGS
 from zonegate.broker.rpc_tls_settings import RPC_TLS_SETTINGS
 from zonegate.broker.security_settings import SECURITY_SETTINGS
@@ -407,6 +408,19 @@ SETTINGS: tuple[Setting, ...] = (
         **MS,
         into="drain_timeout_s",
         convert=ms_to_s,
+    ),
+    Setting(
+        "--workers",
+        "zonegate.workers",
+        1,
+        "processes serving the node's Kafka listeners (docs/cores.md): 1 the node process "
+        "alone, N the node process and N - 1 workers sharing its listeners, 0 the cores the "
+        "container is allowed (its cgroup CPU quota, else the CPUs it may run on) "
+        "(default {default})",
+        at_least(0, int),
+        "N",
+        convert=workers_setting,
+        only="node",
     ),
     *QOS_SETTINGS,
     *RPC_TLS_SETTINGS,

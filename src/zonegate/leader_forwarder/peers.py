@@ -160,7 +160,11 @@ class LeaderPeers:
         return answered, refused
 
     def served(self, from_node: int, bytes_in: int, bytes_out: int) -> None:
-        """Counts a call this node's leader answered, against the calling node's zone."""
+        """Counts a call this node's leader answered, against the calling node's zone.
+        A call from this node's own worker (docs/cores.md) moved nothing between nodes
+        and is not counted."""
+        if from_node == self._me:
+            return
         zone = self._nodes.zone_of(from_node) if from_node >= 0 else ""
         self._count(zone, self._zone, bytes_in, bytes_out)
 

@@ -97,6 +97,13 @@ class KafkaConnection(SecuredConnection, asyncio.BaseProtocol):
         self.auth: ConnectionAuth | None = None
 
     # -- asyncio.Protocol -------------------------------------------------
+    def eof_received(self) -> bool | None:
+        # The client closed its side. A Kafka broker closes the connection when its read
+        # ends, and so does the transport when this answers None (asyncio.Protocol's own
+        # default, which BaseProtocol lacks: without it each half-close was logged as a
+        # fatal error of the protocol).
+        return None
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses but behave as one.
         self._transport = cast(asyncio.Transport, transport)

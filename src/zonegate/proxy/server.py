@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -105,17 +106,27 @@ class KafkaServer:
         sock = self._server.sockets[0]
         return int(sock.getsockname()[1])
 
-    async def start(self) -> None:
+    async def start(self, sock: socket.socket | None = None) -> None:
+        """Binds the listener, or accepts on `sock`: a listening socket another process
+        of the node bound and shares (docs/cores.md)."""
         loop = asyncio.get_running_loop()
         # TLS listeners read into a buffer of their own (proxy/connection.py).
         connection = KafkaConnection if self.contexts is None else TlsKafkaConnection
+
+        def factory() -> KafkaConnection:
+            return connection(self._services, self._registry, self._config, self)
+
+        if sock is not None:
+            self._server = await loop.create_server(factory, sock=sock, backlog=1024)
+            return
         self._server = await loop.create_server(
-            lambda: connection(self._services, self._registry, self._config, self),
-            self._config.host,
-            self._config.port,
-            reuse_address=True,
-            backlog=1024,
+            factory, self._config.host, self._config.port, reuse_address=True, backlog=1024
         )
+
+    def listening_fd(self) -> int:
+        """The listening socket's file descriptor, to share with the node's workers."""
+        assert self._server is not None
+        return int(self._server.sockets[0].fileno())
 
     async def stop_accepting(self) -> None:
         if self._server is not None:

@@ -23,7 +23,10 @@ not the consumer's lag in offsets, which means nothing without the rate.
 
 A partition that is deleted meanwhile answers UNKNOWN_TOPIC_OR_PARTITION, one
 whose leader stays out of reach NOT_LEADER_OR_FOLLOWER (the client refreshes
-its metadata and retries, as with Kafka).
+its metadata and retries, as with Kafka). A partition whose bytes the object
+store fails to give (after the store's own retries) answers KAFKA_STORAGE_ERROR,
+as Kafka answers a failed log read: the client retries it, and the other
+partitions of the request are answered as usual.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from zonegate.runtime.clock import Clock
 from zonegate.runtime.io_class import io_class
 from zonegate.services.api import FetchedPartition, FetchPartition, OffsetAnswer
 from zonegate.storage.index import IndexEntry, UnknownStream
+from zonegate.storage.objects import ObjectStoreError
 from zonegate.storage.reader import MAX_GETS_PER_READ, StreamReader
 from zonegate.storage.stream_objects import is_stream_key
 from zonegate.storage.topic_rules import TopicRules
@@ -56,6 +60,9 @@ MAX_GETS_PER_FETCH = MAX_GETS_PER_READ
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 UNDEFINED = -1
 TAIL_WINDOW_MS = 60_000
+# What a failed object-store read raises once the store's retries are spent
+# (storage/instrumented.py gives up with the last attempt's error).
+STORE_FAILURES = (ObjectStoreError, TimeoutError, OSError)
 
 
 class ReadCatalog(Protocol):
@@ -183,6 +190,10 @@ class ReadService:
             except (UnknownStream, LeaderUnavailable) as exc:
                 p.answer.error = partition_error(exc)
                 continue
+            except STORE_FAILURES as exc:
+                log.warning("Fetch of %s-%d: %r", p.answer.topic, p.answer.partition, exc)
+                p.answer.error, p.answer.records = ErrorCode.kafka_storage_error, b""
+                continue
             total += read
             gets_left -= gets
         self._reader.gets_per_fetch.observe(MAX_GETS_PER_FETCH - gets_left)
@@ -277,6 +288,9 @@ class ReadService:
             # the limits fails this lookup, never the node.
             log.warning("ListOffsets of %s-%d: %s", topic, partition, exc)
             return OffsetAnswer(ErrorCode.corrupt_message)
+        except STORE_FAILURES as exc:
+            log.warning("ListOffsets of %s-%d: %r", topic, partition, exc)
+            return OffsetAnswer(ErrorCode.kafka_storage_error)
 
     async def _records(self, entry: IndexEntry, max_message_bytes: int) -> list[Record]:
         with io_class(self.read_class(entry)):
