@@ -257,8 +257,7 @@ class Node:
             owner_wait_s=config.lease_ms / 1000 + 2.0,
         )
         # Transactions (docs/transactions.md): this node's share of the coordinator shards,
-        # markers written through its own WAL, calls passed to each shard's owner. No
-        # handler uses them yet: ApiVersions advertises no transactions until all works.
+        # markers written through its own WAL, calls passed to each shard's owner.
         self.markers = WalMarkerWriter(self.catalog, self.wal, self.leader, clock)
         self.txn_coordinator = TxnCoordinator(
             config.node_id,
@@ -277,11 +276,13 @@ class Node:
                 expire_interval_ms=config.transaction_remove_expired_transaction_cleanup_interval_ms,
             ),
         )
+        # As groups: a worker holds no shard, so its own node's calls go to the node
+        # process (`_peer`), never to the idle role instance of the worker.
         self.txns = RoutedTxns(
             self.txn_coordinator,
-            config.node_id,
+            serves_roles,
             self.cluster,
-            self.peers.client,
+            self._peer,
             clock,
             owner_wait_s=config.lease_ms / 1000 + 2.0,
         )
