@@ -1,0 +1,346 @@
+"""A consume-transform-produce workload with Kafka transactions and its checker, in the
+style of Jepsen's Kafka workload: the same code runs against zonegate
+(tests/e2e/test_txn_checker.py, with kill -9 of nodes) and against a real Apache Kafka
+broker (`python -m tests.e2e.txn_workload`, tests/apache_kafka.py), so the harness is
+known to pass where transactions are right.
+
+A feeder writes records with unique values to the input topic (idempotent, not
+transactional). One worker per input partition (confluent-kafka, its own thread and
+transactional id) reads its partition with read_committed and, per transaction, writes
+each record it read to the output topic's partitions in turn and commits the input
+offsets with send_offsets_to_transaction; some transactions it aborts on purpose (then
+it seeks back to the last committed offsets). A commit whose outcome the client could not
+learn is "unknown", and the worker starts again from the committed offsets, as an
+application must. Each output value names its input record and its transaction.
+
+The checker reads the output with read_committed once the run is over and the last
+stable offsets have caught up with the high watermarks:
+- aborted read: a record of a transaction the client aborted;
+- lost write: a record of a transaction whose commit succeeded, not read;
+- torn: a transaction read in part (a commit is all partitions or none);
+- duplicate: an input record whose effect is read more than once;
+- unprocessed: an input record whose effect is never read, once every worker's
+  committed offset has reached its partition's end;
+- hanging: an output partition whose last stable offset never reached its high
+  watermark (a consumer stuck behind a transaction left open).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import (
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+INPUT, OUTPUT = "ctp-in", "ctp-out"
+ANOMALIES = ("aborted read", "lost write", "torn", "duplicate", "unprocessed", "hanging")
+
+
+@dataclass
+class Txn:
+    records: set[tuple[int, str]] = field(default_factory=set)  # (output partition, value)
+    outcome: str = "open"  # commit, abort, unknown
+
+
+@dataclass
+class Worker:
+    """Transactions of one input partition; `txns` keyed by "worker.sequence"."""
+
+    partition: int
+    bootstrap: str
+    zone: str
+    out_partitions: int
+    abort_ratio: float
+    txns: dict[str, Txn] = field(default_factory=dict)
+    restarts: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+
+    def conf(self) -> dict[str, Any]:
+        return {"bootstrap.servers": self.bootstrap, "client.id": f"zonegate_az={self.zone}"}
+
+
+def _committed(consumer: Consumer, partition: int) -> int:
+    """The group's committed offset of the input partition (0 before any commit); the
+    client retries UNSTABLE_OFFSET_COMMIT while a transaction's offsets are pending."""
+    while True:
+        try:
+            [tp] = consumer.committed([TopicPartition(INPUT, partition)], timeout=10)
+            return max(tp.offset, 0)
+        except KafkaException as e:
+            if not e.args[0].retriable():
+                raise
+            time.sleep(0.2)
+
+
+def run_worker(w: Worker, stop: threading.Event, ends: dict[int, int], seed: int) -> None:
+    """Transactions until `stop` is set and the committed offset reached `ends`."""
+    rnd = random.Random(seed)
+    seq = 0
+    while True:
+        producer = Producer(
+            {
+                **w.conf(),
+                "transactional.id": f"ctp-worker-{w.partition}",
+                "transaction.timeout.ms": 10000,
+                "message.timeout.ms": 9000,
+                "linger.ms": 5,
+            }
+        )
+        consumer = Consumer(
+            {
+                **w.conf(),
+                "group.id": f"ctp-group-{w.partition}",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        try:
+            # Fences the previous instance's producer and ends its open transaction.
+            producer.init_transactions(60)
+            position = _committed(consumer, w.partition)
+            consumer.assign([TopicPartition(INPUT, w.partition, position)])
+            while not (stop.is_set() and position >= ends.get(w.partition, 1 << 62)):
+                msgs = [m for m in consumer.consume(8, 0.5) if m.error() is None]
+                if not msgs:
+                    continue
+                seq += 1
+                name = f"{w.partition}.{seq}"
+                txn = w.txns[name] = Txn()
+                producer.begin_transaction()
+                for i, m in enumerate(msgs):
+                    value = f"{w.partition}:{m.offset()}|{name}"
+                    out = (m.offset() + i) % w.out_partitions
+                    producer.produce(OUTPUT, value.encode(), partition=out)
+                    txn.records.add((out, value))
+                after = msgs[-1].offset() + 1
+                producer.send_offsets_to_transaction(
+                    [TopicPartition(INPUT, w.partition, after)],
+                    consumer.consumer_group_metadata(),
+                    30,
+                )
+                if rnd.random() < w.abort_ratio:
+                    producer.abort_transaction(30)
+                    txn.outcome = "abort"
+                    consumer.seek(TopicPartition(INPUT, w.partition, position))
+                    continue
+                txn.outcome = "unknown"  # until the commit answers
+                producer.commit_transaction(30)
+                txn.outcome = "commit"
+                position = after
+            return
+        except KafkaException as e:
+            err: KafkaError = e.args[0]
+            w.errors[err.name()] += 1
+            # Whatever was open is aborted by the next init_transactions (or already
+            # ended); an open transaction's fate is unknown to the client.
+            for txn in w.txns.values():
+                if txn.outcome == "open":
+                    txn.outcome = "unknown"
+            w.restarts += 1
+            time.sleep(0.5)
+        finally:
+            consumer.close()
+            producer.flush(0)
+
+
+def feed(bootstrap: str, partitions: int, stop: threading.Event, rate: float) -> None:
+    """Input records with unique values, round robin, at about `rate` per second."""
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5}
+    )
+    i = 0
+    while not stop.is_set():
+        producer.produce(INPUT, f"in-{i}".encode(), partition=i % partitions)
+        producer.poll(0)
+        i += 1
+        time.sleep(1 / rate)
+    assert producer.flush(120) == 0, "the feeder's records were not all delivered"
+
+
+def offsets(bootstrap: str, topic: str, partitions: int, level: IsolationLevel) -> list[int]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    req = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
+    got = admin.list_offsets(req, isolation_level=level, request_timeout=15)
+    return [got[TopicPartition(topic, p)].result(30).offset for p in range(partitions)]
+
+
+def read_all(bootstrap: str, topic: str, partitions: int, ends: Sequence[int]) -> list[str]:
+    """Every value of `topic` below `ends` (stable offsets), read with read_committed."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"checker-{time.monotonic_ns()}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values: list[str] = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        for m in consumer.consume(500, 0.5):
+            if m.error() is None:
+                values.append(m.value().decode())
+        pos = consumer.position([TopicPartition(topic, p) for p in range(partitions)])
+        # Control batches occupy offsets but are skipped: the position passes them.
+        if all(tp.offset >= ends[tp.partition] for tp in pos):
+            break
+    else:
+        raise AssertionError(f"{topic} not read to its stable offsets {ends}")
+    consumer.close()
+    return values
+
+
+def wait_stable(bootstrap: str, topic: str, partitions: int, timeout: float) -> list[int]:
+    """The output's last stable offsets once they equal the high watermarks (or at the
+    timeout); the partitions still behind are the hanging ones."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            lso = offsets(bootstrap, topic, partitions, IsolationLevel.READ_COMMITTED)
+            hw = offsets(bootstrap, topic, partitions, IsolationLevel.READ_UNCOMMITTED)
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+            continue
+        if lso == hw or time.monotonic() > deadline:
+            return [h - s for s, h in zip(lso, hw, strict=True)]
+        time.sleep(0.5)
+
+
+def check(
+    workers: Sequence[Worker], output: list[str], inputs: dict[int, int], behind: list[int]
+) -> dict[str, int]:
+    """The anomalies' counts and the run's figures (see the module's docstring)."""
+    txns = {name: t for w in workers for name, t in w.txns.items()}
+    read_txn = Counter(v.split("|")[1] for v in output)
+    effects = Counter(v.split("|")[0] for v in output)
+    seen = set(output)
+    outcomes = Counter(t.outcome for t in txns.values())
+    counts = {
+        "transactions": len(txns),
+        "committed": outcomes["commit"],
+        "aborted on purpose": outcomes["abort"],
+        "unknown outcome": outcomes["unknown"],
+        "records read": len(output),
+        "worker restarts": sum(w.restarts for w in workers),
+        "aborted read": sum(n for name, n in read_txn.items() if txns[name].outcome == "abort"),
+        "lost write": sum(
+            1 for t in txns.values() if t.outcome == "commit" for r in t.records if r[1] not in seen
+        ),
+        "torn": sum(
+            1
+            for name in read_txn
+            if not {v for _, v in txns[name].records} <= seen
+            or read_txn[name] != len(txns[name].records)
+        ),
+        "duplicate": sum(n - 1 for n in effects.values() if n > 1),
+        "unprocessed": sum(
+            1 for p, end in inputs.items() for o in range(end) if effects[f"{p}:{o}"] == 0
+        ),
+        "hanging": sum(1 for b in behind if b > 0),
+    }
+    # Input offsets are dense only without control batches: the input is not
+    # transactional, so each offset below the end is a record.
+    return counts
+
+
+def run(
+    bootstrap: Callable[[int], tuple[str, str]],
+    *,
+    partitions: int = 4,
+    out_partitions: int = 3,
+    faults: Callable[[], None] = lambda: time.sleep(15),
+    rate: float = 60,
+    abort_ratio: float = 0.15,
+    seed: int = 27,
+) -> dict[str, int]:
+    """One run: `bootstrap(i)` gives the i-th client's (bootstrap, zone); `faults` runs
+    while the feeder and the workers do (its end ends the feed); returns `check`'s counts."""
+    admin_boot = bootstrap(0)[0]
+    admin = AdminClient({"bootstrap.servers": admin_boot})
+    for f in admin.create_topics(
+        [NewTopic(INPUT, partitions, 1), NewTopic(OUTPUT, out_partitions, 1)]
+    ).values():
+        f.result(30)
+    stop_feed, stop = threading.Event(), threading.Event()
+    ends: dict[int, int] = {}
+    workers = [
+        Worker(p, *bootstrap(p + 1), out_partitions=out_partitions, abort_ratio=abort_ratio)
+        for p in range(partitions)
+    ]
+    threads = [
+        threading.Thread(target=run_worker, args=(w, stop, ends, seed + w.partition), daemon=True)
+        for w in workers
+    ]
+    feeder = threading.Thread(target=feed, args=(admin_boot, partitions, stop_feed, rate))
+    feeder.start()
+    for t in threads:
+        t.start()
+    try:
+        faults()
+    finally:
+        stop_feed.set()
+        feeder.join(180)
+        ends.update(
+            enumerate(offsets(admin_boot, INPUT, partitions, IsolationLevel.READ_UNCOMMITTED))
+        )
+        stop.set()
+    for t in threads:
+        t.join(180)
+    assert not any(t.is_alive() for t in threads), "a worker never reached its input's end"
+    behind = wait_stable(admin_boot, OUTPUT, out_partitions, 60)
+    lso = offsets(admin_boot, OUTPUT, out_partitions, IsolationLevel.READ_COMMITTED)
+    output = read_all(admin_boot, OUTPUT, out_partitions, lso)
+    counts = check(workers, output, ends, behind)
+    counts["input records"] = sum(ends.values())
+    for w in workers:
+        for name, n in w.errors.items():
+            counts[f"client error {name}"] = counts.get(f"client error {name}", 0) + n
+    return counts
+
+
+def report(counts: dict[str, int]) -> str:
+    return "checker: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+
+
+def main() -> None:
+    """Runs the workload against a real Apache Kafka broker (no faults): the harness's
+    own check."""
+    from tests.apache_kafka import ApacheKafkaBroker
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--seconds", type=float, default=15)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = ApacheKafkaBroker(Path(tmp) / "kafka").start()
+        try:
+            counts = run(
+                lambda i: (broker.bootstrap, "zone-a"), faults=lambda: time.sleep(args.seconds)
+            )
+        finally:
+            broker.stop()
+    print(report(counts))
+    assert all(counts[k] == 0 for k in ANOMALIES), counts
+
+
+if __name__ == "__main__":
+    main()
