@@ -269,7 +269,7 @@ class Node:
             owner_wait_s=config.lease_ms / 1000 + 2.0,
         )
         # KIP-890: a transaction's first batch at a led partition is verified with them.
-        self.local_leader.use_transactions(self.txns, self.topic_partition)
+        self.local_leader.use_transactions(self.txns, self.topic_partition, self.catalog.refresh)
         self._txn_shards_due = asyncio.Event()
         self.maintenance = StorageMaintenance(
             self.led,
@@ -335,6 +335,7 @@ class Node:
             ),
             scram=self.scram,
             authorizer=self.authorizer,
+            transactions=self.txns,
         )
         import zonegate.proxy.handlers  # noqa: F401  (handlers register themselves)
 

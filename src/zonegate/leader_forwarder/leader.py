@@ -18,7 +18,7 @@ Each idea lives in a module of its own, over the partitions' state
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 
 from kio.schema.errors import ErrorCode
 
@@ -54,10 +54,14 @@ class LeaderService:
         self,
         coordinators: TxnCoordinators,
         partition_of: Callable[[int], TopicPartition | None],
+        refresh: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         """The transaction coordinators a transaction's first batch at a partition is
-        verified with (txn_verify.py); `partition_of`: stream id -> (topic, partition)."""
-        self._sequencer.verifier = TxnVerifier(self._partitions, coordinators, partition_of)
+        verified with (txn_verify.py); `partition_of`: stream id -> (topic, partition),
+        read again after `refresh` when it does not know the stream."""
+        self._sequencer.verifier = TxnVerifier(
+            self._partitions, coordinators, partition_of, refresh
+        )
 
     @property
     def commit_cycles(self) -> int:

@@ -15,7 +15,7 @@ AddPartitionsToTxnManager and ReplicaManager's verification callback.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from kio.schema.errors import ErrorCode
@@ -58,10 +58,14 @@ class TxnVerifier:
         partitions: PartitionStates,
         coordinators: TxnCoordinators | None,
         partition_of: Callable[[int], TopicPartition | None],
+        refresh: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         self._partitions = partitions
         self._coordinators = coordinators
         self._partition_of = partition_of  # stream id -> (topic, partition), None: unknown
+        # Reloads what `partition_of` reads: a topic created through another node may
+        # not be in this node's catalog yet when its first transactional batch comes.
+        self._refresh = refresh
 
     async def verify(
         self, batches: Sequence[AppendBatch], now_ms: int
@@ -80,6 +84,9 @@ class TxnVerifier:
             if p is None or not p.txns.needs_verification(b.producer_id, b.producer_epoch, True):
                 continue  # not led here (the cycle answers), or its transaction is open here
             tp = self._partition_of(b.stream_id)
+            if tp is None and self._refresh is not None:
+                await self._refresh()
+                tp = self._partition_of(b.stream_id)
             if not b.transactional_id or tp is None or self._coordinators is None:
                 refused[i] = E.invalid_txn_state  # nothing to verify against
                 continue

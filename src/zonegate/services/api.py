@@ -22,6 +22,8 @@ services are:
   DescribeUserScramCredentials, and the look-up SASL SCRAM makes (services/scram.py).
 - `Authorizer`: Kafka's ACLs: every check a handler makes, authorized operations
   (KIP-430), CreateAcls, DescribeAcls, DeleteAcls (services/authorizer.py).
+- `Transactions`: the transaction coordinator's calls, served by the owner of the
+  transactional id's shard wherever the client is connected (services/txn_routing.py).
 
 `Services` bundles them; the request context carries it (proxy/context.py).
 The value types handlers pass are defined where their owners are and named
@@ -31,7 +33,7 @@ here, so a handler imports this module and nothing else of the node.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -83,6 +85,8 @@ from zonegate.services.topic_configs import (
     effective,
     validate_topic_configs,
 )
+from zonegate.transactions.decisions import Answer as TxnAnswer
+from zonegate.transactions.states import TransactionVersion
 from zonegate.usage.accounting import Accounting
 
 ANONYMOUS = "User:ANONYMOUS"  # the principal of every request until SASL exists
@@ -143,6 +147,9 @@ __all__ = [
     "TopicInfo",
     "TopicPartition",
     "Topics",
+    "TransactionVersion",
+    "Transactions",
+    "TxnAnswer",
     "UNCLEAN",
     "UserScram",
     "WritePath",
@@ -200,6 +207,13 @@ class Cluster(Protocol):
         self, group_id: str, zone: str, listener: str | None = None
     ) -> NodeRecord | None:
         """The node FindCoordinator names to a client of `zone` for a group."""
+        ...
+
+    def txn_coordinator_for(
+        self, shard: int, zone: str, listener: str | None = None
+    ) -> NodeRecord | None:
+        """The node FindCoordinator names to a client of `zone` for a transactional id
+        of transaction shard `shard`."""
         ...
 
     def zone_of(self, node_id: int) -> str:
@@ -326,12 +340,18 @@ class ProducedPartition:
 
 class WritePath(Protocol):
     async def produce(
-        self, partitions: Sequence[ProducePartition], *, client: str
+        self,
+        partitions: Sequence[ProducePartition],
+        *,
+        client: str,
+        transactional_id: str | None = None,
+        produce_version: int = -1,
     ) -> list[ProducedPartition]:
         """Validates every partition's batches, stages them in the WAL, has each
         partition's leader sequence and commit them; one answer per partition, in
         order, when all are durable and indexed (or failed). `client` names the
-        producer in log lines."""
+        producer in log lines; transactional batches carry the request's
+        `transactional_id` and `produce_version` to their leaders (KIP-890)."""
         ...
 
     async def allocate_producer_id(self) -> int: ...
@@ -458,6 +478,20 @@ class Groups(Protocol):
         instance_id: str | None,
         offsets: Sequence[OffsetToCommit],
     ) -> list[ErrorCode]: ...
+
+    async def txn_commit_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        offsets_partition: int,
+        generation: int,
+        member_id: str,
+        instance_id: str | None,
+        offsets: Sequence[OffsetToCommit],
+    ) -> list[ErrorCode]:
+        """TxnOffsetCommit: offsets pending in the producer's transaction until its
+        marker commits them; one error per offset, in order."""
+        ...
 
     async def fetch_offsets(
         self,
@@ -625,6 +659,50 @@ class Authorizer(Protocol):
     async def delete_acls(self, filters: Sequence[AclFilter]) -> list[DeleteResult]: ...
 
 
+# -- transactions -------------------------------------------------------------------
+class Transactions(Protocol):
+    """The transaction coordinator (txn_coordinator/), reached through the owner of each
+    id's shard. Answers carry Kafka's error code and, for InitProducerId and TV2's
+    EndTxn, the producer id and epoch."""
+
+    def shard_of(self, transactional_id: str) -> int:
+        """The id's transaction shard (Kafka's partition of `__transaction_state`)."""
+        ...
+
+    async def init_producer_id(
+        self, transactional_id: str | None, timeout_ms: int, expected: tuple[int, int] | None
+    ) -> TxnAnswer: ...
+
+    async def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[tuple[str, int]],
+        client_version: TransactionVersion = TransactionVersion.TV_0,
+    ) -> TxnAnswer: ...
+
+    async def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[tuple[str, int]],
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """KIP-890's verify-only question: each partition's error (NONE: it is in the
+        producer's open transaction)."""
+        ...
+
+    async def end_txn(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        client_version: TransactionVersion,
+    ) -> TxnAnswer: ...
+
+
 @dataclass(frozen=True)
 class Services:
     cluster: Cluster
@@ -638,3 +716,4 @@ class Services:
     leadership: Leadership
     scram: UserScram
     authorizer: Authorizer
+    transactions: Transactions

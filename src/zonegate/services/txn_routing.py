@@ -101,8 +101,10 @@ class RoutedTxns:
         self._owner_wait_s = owner_wait_s
         self._timeout_s = call_timeout_s
 
-    def _shard(self, transactional_id: str) -> int:
+    def shard_of(self, transactional_id: str) -> int:
         return self.coordinator.shard_of(transactional_id)
+
+    _shard = shard_of
 
     async def _local(self, method: str, args: Sequence[Any]) -> Any:
         """The call served by this node's coordinator (which answers NOT_COORDINATOR

@@ -1,6 +1,8 @@
 """One module per Kafka API; importing this package registers them all."""
 
 from zonegate.proxy.handlers import (  # noqa: F401
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
@@ -24,6 +26,7 @@ from zonegate.proxy.handlers import (  # noqa: F401
     describe_topic_partitions,
     describe_user_scram_credentials,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -43,4 +46,5 @@ from zonegate.proxy.handlers import (  # noqa: F401
     sasl_authenticate,
     sasl_handshake,
     sync_group,
+    txn_offset_commit,
 )
