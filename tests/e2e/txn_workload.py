@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import tempfile
 import threading
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -70,6 +72,28 @@ class Worker:
     txns: dict[str, Txn] = field(default_factory=dict)
     restarts: int = 0
     errors: Counter[str] = field(default_factory=Counter)
+    last_error: str = ""
+    position: int = 0  # the next input offset, as last committed
+    seq: int = 0  # the last transaction's number
+    rnd: random.Random = field(default_factory=random.Random)
+    # The watchdog's: the running thread's generation, when its current client call
+    # started, and how many threads it replaced because a call hung.
+    generation: int = 0
+    call_started: float | None = None
+    hung: int = 0
+
+    def forget_open(self) -> None:
+        for txn in self.txns.values():
+            if txn.outcome == "open":
+                txn.outcome = "unknown"
+
+    def state(self) -> str:
+        outcomes = Counter(t.outcome for t in self.txns.values())
+        return (
+            f"worker {self.partition} ({self.zone}): at input offset {self.position}, "
+            f"transactions {dict(outcomes)}, restarts {self.restarts}, hung {self.hung}, "
+            f"errors {dict(self.errors)}, last {self.last_error!r}"
+        )
 
     def conf(self) -> dict[str, Any]:
         return {"bootstrap.servers": self.bootstrap, "client.id": f"zonegate_az={self.zone}"}
@@ -88,10 +112,27 @@ def _committed(consumer: Consumer, partition: int) -> int:
             time.sleep(0.2)
 
 
-def run_worker(w: Worker, stop: threading.Event, ends: dict[int, int], seed: int) -> None:
-    """Transactions until `stop` is set and the committed offset reached `ends`."""
-    rnd = random.Random(seed)
-    seq = 0
+class Abandoned(Exception):
+    """This worker thread was replaced while a client call of it hung."""
+
+
+API_TIMEOUT_S = 15
+HUNG_S = 25  # a client call still running this long is hung (its timeout is 15 s)
+
+
+def run_worker(w: Worker, gen: int, stop: threading.Event, ends: dict[int, int]) -> None:
+    """Transactions until `stop` is set and the committed offset reached `ends`; gives up
+    without a word once the watchdog (`run`) has replaced this thread (`gen` is old)."""
+
+    def call(fn: Callable[..., Any], *args: Any) -> Any:
+        w.call_started = time.monotonic()
+        try:
+            return fn(*args)
+        finally:
+            if w.generation != gen:
+                raise Abandoned
+            w.call_started = None
+
     while True:
         producer = Producer(
             {
@@ -113,15 +154,15 @@ def run_worker(w: Worker, stop: threading.Event, ends: dict[int, int], seed: int
         )
         try:
             # Fences the previous instance's producer and ends its open transaction.
-            producer.init_transactions(60)
-            position = _committed(consumer, w.partition)
+            call(producer.init_transactions, 4 * API_TIMEOUT_S)
+            position = w.position = call(_committed, consumer, w.partition)
             consumer.assign([TopicPartition(INPUT, w.partition, position)])
             while not (stop.is_set() and position >= ends.get(w.partition, 1 << 62)):
                 msgs = [m for m in consumer.consume(8, 0.5) if m.error() is None]
                 if not msgs:
                     continue
-                seq += 1
-                name = f"{w.partition}.{seq}"
+                w.seq += 1
+                name = f"{w.partition}.{w.seq}"
                 txn = w.txns[name] = Txn()
                 producer.begin_transaction()
                 for i, m in enumerate(msgs):
@@ -130,34 +171,37 @@ def run_worker(w: Worker, stop: threading.Event, ends: dict[int, int], seed: int
                     producer.produce(OUTPUT, value.encode(), partition=out)
                     txn.records.add((out, value))
                 after = msgs[-1].offset() + 1
-                producer.send_offsets_to_transaction(
+                call(
+                    producer.send_offsets_to_transaction,
                     [TopicPartition(INPUT, w.partition, after)],
                     consumer.consumer_group_metadata(),
-                    30,
+                    API_TIMEOUT_S,
                 )
-                if rnd.random() < w.abort_ratio:
-                    producer.abort_transaction(30)
+                if w.rnd.random() < w.abort_ratio:
+                    call(producer.abort_transaction, API_TIMEOUT_S)
                     txn.outcome = "abort"
                     consumer.seek(TopicPartition(INPUT, w.partition, position))
                     continue
                 txn.outcome = "unknown"  # until the commit answers
-                producer.commit_transaction(30)
+                call(producer.commit_transaction, API_TIMEOUT_S)
                 txn.outcome = "commit"
-                position = after
+                position = w.position = after
             return
+        except Abandoned:
+            return  # its clients are left as they hang; the successor fenced the producer
         except KafkaException as e:
             err: KafkaError = e.args[0]
             w.errors[err.name()] += 1
+            w.last_error = str(err)
             # Whatever was open is aborted by the next init_transactions (or already
             # ended); an open transaction's fate is unknown to the client.
-            for txn in w.txns.values():
-                if txn.outcome == "open":
-                    txn.outcome = "unknown"
+            w.forget_open()
             w.restarts += 1
             time.sleep(0.5)
         finally:
-            consumer.close()
-            producer.flush(0)
+            if w.generation == gen:
+                consumer.close()
+                producer.flush(0)
 
 
 def feed(bootstrap: str, partitions: int, stop: threading.Event, rate: float) -> None:
@@ -287,35 +331,78 @@ def run(
         Worker(p, *bootstrap(p + 1), out_partitions=out_partitions, abort_ratio=abort_ratio)
         for p in range(partitions)
     ]
-    threads = [
-        threading.Thread(target=run_worker, args=(w, stop, ends, seed + w.partition), daemon=True)
-        for w in workers
-    ]
+    for w in workers:
+        w.rnd.seed(seed + w.partition)
+    threads: dict[int, threading.Thread] = {}
+
+    def launch(w: Worker) -> None:
+        t = threading.Thread(target=run_worker, args=(w, w.generation, stop, ends), daemon=True)
+        threads[w.partition] = t
+        t.start()
+
+    def watch() -> None:
+        """librdkafka's send_offsets_to_transaction can hang past its timeout when the
+        group coordinator's node left the metadata (confluentinc/librdkafka#5511, #5456):
+        such a worker is replaced, as an application's watchdog would restart it."""
+        for w in workers:
+            started = w.call_started
+            if started is not None and time.monotonic() - started > HUNG_S:
+                w.hung += 1
+                w.generation += 1
+                w.call_started = None
+                w.forget_open()
+                launch(w)
+
     feeder = threading.Thread(target=feed, args=(admin_boot, partitions, stop_feed, rate))
     feeder.start()
-    for t in threads:
-        t.start()
-    try:
-        faults()
-    finally:
-        stop_feed.set()
-        feeder.join(180)
-        ends.update(
-            enumerate(offsets(admin_boot, INPUT, partitions, IsolationLevel.READ_UNCOMMITTED))
-        )
-        stop.set()
-    for t in threads:
-        t.join(180)
-    assert not any(t.is_alive() for t in threads), "a worker never reached its input's end"
+    for w in workers:
+        launch(w)
+    failed: list[BaseException] = []
+
+    def inject() -> None:
+        try:
+            faults()
+        except BaseException as e:  # raised again below, after the workers' end
+            failed.append(e)
+
+    injector = threading.Thread(target=inject)
+    injector.start()
+    while injector.is_alive():
+        watch()
+        injector.join(1)
+    stop_feed.set()
+    feeder.join(180)
+    ends.update(enumerate(offsets(admin_boot, INPUT, partitions, IsolationLevel.READ_UNCOMMITTED)))
+    stop.set()
+    deadline = time.monotonic() + 120
+    while any(t.is_alive() for t in threads.values()) and time.monotonic() < deadline:
+        watch()
+        time.sleep(0.5)
+    if failed:
+        raise failed[0]
+    assert not any(t.is_alive() for t in threads.values()), (
+        f"a worker never reached its input's end {ends}:\n"
+        + "\n".join(w.state() for w in workers)
+        + "".join(_stack(t) for t in threads.values() if t.is_alive())
+    )
     behind = wait_stable(admin_boot, OUTPUT, out_partitions, 60)
     lso = offsets(admin_boot, OUTPUT, out_partitions, IsolationLevel.READ_COMMITTED)
     output = read_all(admin_boot, OUTPUT, out_partitions, lso)
     counts = check(workers, output, ends, behind)
     counts["input records"] = sum(ends.values())
+    counts["client hangs replaced"] = sum(w.hung for w in workers)
     for w in workers:
         for name, n in w.errors.items():
             counts[f"client error {name}"] = counts.get(f"client error {name}", 0) + n
     return counts
+
+
+def _stack(thread: threading.Thread) -> str:
+    """Where a stuck worker waits (the client call that never returned)."""
+    frame = sys._current_frames().get(thread.ident or 0)
+    if frame is None:
+        return ""
+    return f"\n{thread.name}:\n" + "".join(traceback.format_stack(frame)[-3:])
 
 
 def report(counts: dict[str, int]) -> str:
