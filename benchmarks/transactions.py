@@ -3,10 +3,12 @@ read_committed end-to-end latency, on a zonegate node and on a real Apache Kafka
 
 confluent-kafka, 1 KiB records, acks=all, idempotent, linger.ms 5, a 16 MiB client queue,
 4 partitions. Per broker:
-- throughput: one producer as fast as the client can for `--seconds`, either in
-  transactions committed every 100 ms (begin, produce for 100 ms, commit_transaction,
+- throughput: one producer writes `--records` records as fast as the client can, either
+  in transactions committed every 100 ms (begin, produce for 100 ms, commit_transaction,
   which flushes) or without transactions (then flush()); record bytes over the time from
-  the first produce() until the last commit or the flush returns. `--rounds` rounds, each
+  the first produce() until the last commit or the flush returns. A count, not a time,
+  as benchmarks/produce.py: each phase writes as many bytes, so a node's background work
+  (compaction of what was written) weighs the same on both sides. `--rounds` rounds, each
   ABBA-ordered (transactional, plain, plain, transactional), so a drift of the shared
   machine falls on both sides; the medians are reported;
 - latency: the transactional producer at a fixed offered rate (`--latency-rate`
@@ -22,7 +24,7 @@ benchmarks/produce.py starts it); the Apache Kafka broker is tests/apache_kafka.
 `transactions: committed MB/s X, non-transactional Y, ratio R; read_committed e2e p99 Z ms`
 for zonegate (R = X / Y).
 
-    python benchmarks/transactions.py [--seconds S] [--rounds N] [--partitions N]
+    python benchmarks/transactions.py [--records N] [--rounds N] [--partitions N]
                                       [--latency-rate R] [--latency-seconds S]
                                       [--broker zonegate|apache-kafka|both]
 """
@@ -77,8 +79,8 @@ def _produce(p: Any, topic: str, value: bytes, partition: int) -> None:
             p.poll(0.001)
 
 
-def throughput(bootstrap: str, topic: str, partitions: int, seconds: float, txn: bool) -> float:
-    """MB/s (10^6 bytes) of one producer for `seconds`, with transactions or without."""
+def throughput(bootstrap: str, topic: str, partitions: int, records: int, txn: bool) -> float:
+    """MB/s (10^6 bytes) of one producer writing `records`, with transactions or without."""
     p = _producer(bootstrap, f"bench-{time.monotonic_ns()}" if txn else None)
     payload = os.urandom(RECORD_BYTES)
     # Warm up: metadata, connections (and the transaction coordinator).
@@ -98,11 +100,11 @@ def throughput(bootstrap: str, topic: str, partitions: int, seconds: float, txn:
     sent = 0
     now = time.perf_counter
     start = now()
-    while now() - start < seconds:
+    while sent < records:
         if txn:
             p.begin_transaction()
-        until = now() + COMMIT_EVERY_S if txn else start + seconds
-        while now() < until:
+        until = now() + COMMIT_EVERY_S if txn else float("inf")
+        while sent < records and now() < until:
             try:
                 p.produce(topic, payload, partition=sent % partitions, on_delivery=delivered)
                 sent += 1
@@ -154,9 +156,9 @@ def latency(bootstrap: str, topic: str, partitions: int, rate: float, seconds: f
         p.begin_transaction()
         end = time.perf_counter() + COMMIT_EVERY_S
         while time.perf_counter() < end:
-            due = start + sent / rate
-            if due > time.perf_counter():
-                time.sleep(min(due - time.perf_counter(), 0.002))
+            wait = start + sent / rate - time.perf_counter()
+            if wait > 0:
+                time.sleep(min(wait, 0.002))
                 continue
             _produce(p, topic, struct.pack(">d", time.time()) + pad, sent % partitions)
             sent += 1
@@ -183,7 +185,7 @@ def measure(bootstrap: str, args: argparse.Namespace, name: str) -> dict[str, fl
     plain: list[float] = []
     for i in range(args.rounds):
         for is_txn in (True, False, False, True):
-            mb_s = throughput(bootstrap, "bench-txn", args.partitions, args.seconds, is_txn)
+            mb_s = throughput(bootstrap, "bench-txn", args.partitions, args.records, is_txn)
             (txn if is_txn else plain).append(mb_s)
         print(
             f"{name} round {i + 1}: committed MB/s {txn[-2]:.1f} {txn[-1]:.1f}, "
@@ -227,7 +229,7 @@ def apache_kafka() -> Iterator[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=6)
+    parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--latency-rate", type=float, default=1000)
