@@ -12,6 +12,7 @@ One node serves the whole module; each case names its own topics and ids.
 
 from __future__ import annotations
 
+import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,10 +58,23 @@ def _producer(bootstrap: str, tid: str, **extra: Any) -> Any:
 
 
 def _read(
-    bootstrap: str, topic: str, partitions: int, isolation: str, timeout: float = 30
+    bootstrap: str, topic: str, partitions: int, isolation: str, until: int = 0
 ) -> list[tuple[int, int, bytes]]:
     """(partition, offset, value) of every record of the topic up to each partition's end
-    for this isolation level (read_committed: the last stable offset)."""
+    for this isolation level (read_committed: the last stable offset), read again until
+    there are at least `until` (or 30 s passed): as in Kafka, EndTxn is answered once the
+    decision is durable, and the markers that move the LSO follow."""
+    deadline = time.monotonic() + 30
+    while True:
+        rows = _read_once(bootstrap, topic, partitions, isolation)
+        if len(rows) >= until or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.2)
+
+
+def _read_once(
+    bootstrap: str, topic: str, partitions: int, isolation: str, timeout: float = 30
+) -> list[tuple[int, int, bytes]]:
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
     c = Consumer(
@@ -112,13 +126,15 @@ def test_commit_is_visible_and_abort_is_not(txn_node: RunningNode) -> None:
             p.flush(30)  # the aborted records are in the log: read_uncommitted sees them
             p.abort_transaction(30)
     committed = [f"{t}{i}".encode() for t in "ac" for i in range(10)]
-    rows = _read(bootstrap, topic, 2, "read_committed")
+    rows = _read(bootstrap, topic, 2, "read_committed", until=20)
     assert _values(rows) == sorted(committed)
-    everything = _read(bootstrap, topic, 2, "read_uncommitted")
+    everything = _read(bootstrap, topic, 2, "read_uncommitted", until=30)
     assert _values(everything) == sorted(committed + [f"b{i}".encode() for i in range(10)])
     # Three markers per partition take offsets, as in Kafka: 5 + 5 + 5 records and 3 markers.
     for partition in (0, 1):
-        assert clients.ck_watermarks(bootstrap, topic, partition)[1] == 18
+        clients.wait_until(
+            "the markers", lambda p=partition: clients.ck_watermarks(bootstrap, topic, p)[1] == 18
+        )
         offsets = [o for q, o, _ in rows if q == partition]
         assert offsets == [*range(0, 5), *range(12, 17)]
 
@@ -186,13 +202,16 @@ def test_offsets_sent_to_a_transaction_are_the_groups_after_commit(
             assert before is None if commit else before == 10
             if commit:
                 p.commit_transaction(30)
-                assert _group_offsets(bootstrap, group, source) == 10
+                # The group's offset moves with the commit's markers.
+                clients.wait_until(
+                    "the committed offset", lambda: _group_offsets(bootstrap, group, source) == 10
+                )
             else:
                 p.abort_transaction(30)
                 assert _group_offsets(bootstrap, group, source) == 10
     finally:
         consumer.close()
-    assert _values(_read(bootstrap, sink, 1, "read_committed")) == sorted(
+    assert _values(_read(bootstrap, sink, 1, "read_committed", until=10)) == sorted(
         b"out-in%d" % i for i in range(10)
     )
 
@@ -217,7 +236,7 @@ def test_a_zombie_is_fenced_by_a_new_producer_of_the_same_id(txn_node: RunningNo
         zombie.commit_transaction(30)
     error = raised.value.args[0]
     assert error.fatal(), error
-    assert _values(_read(bootstrap, topic, 1, "read_committed")) == [b"fresh"]
+    assert _values(_read(bootstrap, topic, 1, "read_committed", until=1)) == [b"fresh"]
 
 
 def test_a_timeout_over_the_maximum_is_refused(txn_node: RunningNode) -> None:
@@ -261,7 +280,7 @@ def test_a_timed_out_transaction_is_aborted_by_the_coordinator(txn_node: Running
     after.begin_transaction()
     after.produce(topic, value=b"after", partition=0)
     after.commit_transaction(30)
-    assert _values(_read(bootstrap, topic, 1, "read_committed")) == [b"after"]
+    assert _values(_read(bootstrap, topic, 1, "read_committed", until=1)) == [b"after"]
 
 
 def test_aiokafka_commit_and_abort(txn_node: RunningNode) -> None:
@@ -290,7 +309,140 @@ def test_aiokafka_commit_and_abort(txn_node: RunningNode) -> None:
             await p.stop()
 
     asyncio.run(run())
-    assert _values(_read(bootstrap, topic, 1, "read_committed")) == sorted(
+    assert _values(_read(bootstrap, topic, 1, "read_committed", until=6)) == sorted(
         [b"kept%d" % i for i in range(5)] + [b"last"]
     )
-    assert len(_read(bootstrap, topic, 1, "read_uncommitted")) == 11
+    assert len(_read(bootstrap, topic, 1, "read_uncommitted", until=11)) == 11
+
+
+# -- the protocol's edges, request by request ------------------------------------------
+
+
+def test_raw_requests_answer_as_kafka(txn_node: RunningNode) -> None:
+    """What a client cannot make librdkafka send: FindCoordinator v4 batched for
+    transactional ids and a share group's key type; InitProducerId with an id but no
+    epoch; a transactional batch without a transactional id; a client's control batch;
+    AddPartitionsToTxn v5 batched, verify-only and not (the brokers' form: with no
+    authorizer, CLUSTER_ACTION is everyone's)."""
+    import datetime
+
+    from crc32c import crc32c
+    from kio.schema.add_partitions_to_txn.v5 import request as apt
+    from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+    from kio.schema.find_coordinator.v6.request import (
+        FindCoordinatorRequest as FindCoordinatorV6,
+    )
+    from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+    from kio.schema.produce.v11 import request as produce
+
+    from tests.kafka_raw import RawConnection
+    from zonegate.records.batch import CRC_OFFSET, CRC_START
+    from zonegate.records.build import build_batch
+    from zonegate.transactions.states import shard_for
+
+    bootstrap, topic, tid = txn_node.bootstrap, "txn-raw", "txn-raw-id"
+    clients.ck_create_topic(bootstrap, topic, 1)
+    conn = RawConnection(txn_node.port, timeout=30)
+    found = conn.request(FindCoordinatorRequest(key_type=1, coordinator_keys=("a", "b")))
+    assert [(c.key, c.error_code, c.node_id >= 0) for c in found.coordinators] == [
+        ("a", 0, True),
+        ("b", 0, True),
+    ]
+    share = conn.request(FindCoordinatorV6(key_type=2, coordinator_keys=("g",)))
+    assert share.coordinators[0].error_code == 42  # INVALID_REQUEST
+    half = conn.request(
+        InitProducerIdRequest(
+            transactional_id="txn-raw-id",
+            transaction_timeout=datetime.timedelta(seconds=30),
+            producer_id=5,
+            producer_epoch=-1,
+        )
+    )
+    assert half.error_code == 42
+    deadline = time.monotonic() + 20
+    while True:  # as a client does while the coordinator's shard is being taken over
+        init = conn.request(
+            InitProducerIdRequest(
+                transactional_id="txn-raw-id",
+                transaction_timeout=datetime.timedelta(seconds=30),
+                producer_id=-1,
+                producer_epoch=-1,
+            )
+        )
+        if init.error_code not in (14, 15, 16) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert init.error_code == 0
+    pid, epoch = init.producer_id, init.producer_epoch
+
+    def send(tid: str | None, records: bytes) -> Any:
+        answer = conn.request(
+            produce.ProduceRequest(
+                transactional_id=tid,
+                acks=-1,
+                timeout=datetime.timedelta(seconds=10),
+                topic_data=(
+                    produce.TopicProduceData(
+                        name=topic,
+                        partition_data=(produce.PartitionProduceData(index=0, records=records),),
+                    ),
+                ),
+            )
+        )
+        return answer.responses[0].partition_responses[0]
+
+    txn_batch = build_batch(
+        [(b"k", b"v", (), 1_700_000_000_000)],
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=0,
+        is_transactional=True,
+    )
+    assert send(None, txn_batch).error_code == 53  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    # Not added to the transaction: KIP-890's verification refuses it; Produce v11 knows
+    # TRANSACTION_ABORTABLE (older versions are answered INVALID_TXN_STATE).
+    assert send("txn-raw-id", txn_batch).error_code == 120
+    control = bytearray(build_batch([(b"k", b"v", (), 1_700_000_000_000)]))
+    control[22] |= 0x20  # the attributes' control bit
+    struct.pack_into(">I", control, CRC_OFFSET, crc32c(bytes(control[CRC_START:])))
+    refused = send(None, bytes(control))
+    assert (refused.error_code, refused.error_message) == (
+        87,
+        f"Clients are not allowed to write control records in topic partition {topic}-0",
+    )
+
+    # An id never initialized, of the same coordinator shard (taken over by now).
+    other = next(
+        f"txn-raw-{i}" for i in range(1000) if shard_for(f"txn-raw-{i}", 50) == shard_for(tid, 50)
+    )
+
+    def add(verify_only: bool) -> Any:
+        return conn.request(
+            apt.AddPartitionsToTxnRequest(
+                transactions=tuple(
+                    apt.AddPartitionsToTxnTransaction(
+                        transactional_id=tid,
+                        producer_id=pid,
+                        producer_epoch=epoch,
+                        verify_only=verify_only,
+                        topics=(apt.AddPartitionsToTxnTopic(name=topic, partitions=(0,)),),
+                    )
+                    for tid in (tid, other)
+                )
+            )
+        )
+
+    def errors(answer: Any) -> list[tuple[str, int]]:
+        return [
+            (r.transactional_id, r.topic_results[0].results_by_partition[0].partition_error_code)
+            for r in answer.results_by_transaction
+        ]
+
+    # Verify-only: not in the transaction (TRANSACTION_ABORTABLE, as Kafka 4's
+    # coordinator), and an unknown id's INVALID_PRODUCER_ID_MAPPING.
+    assert errors(add(True)) == [(tid, 120), (other, 49)]
+    assert errors(add(False)) == [(tid, 0), (other, 49)]
+    assert errors(add(True)) == [(tid, 0), (other, 49)]
+    accepted = send("txn-raw-id", txn_batch)
+    assert (accepted.error_code, accepted.base_offset) == (0, 0)
+    conn.close()

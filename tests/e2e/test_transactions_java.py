@@ -45,12 +45,14 @@ def test_java_consume_transform_produce(session_node: RunningNode) -> None:
         {"op": "commit", "offset": 10},
         {"op": "committed", "offset": 10},
     ]
-    assert _group_offsets(bootstrap, group, source) == 10
-    assert _values(_read(bootstrap, sink, 1, "read_committed")) == sorted(
+    clients.wait_until(
+        "the committed offset", lambda: _group_offsets(bootstrap, group, source) == 10
+    )
+    assert _values(_read(bootstrap, sink, 1, "read_committed", until=10)) == sorted(
         b"out-r%d" % i for i in range(10)
     )
     # The aborted five are in the log; read_uncommitted sees them.
-    assert len(_read(bootstrap, sink, 1, "read_uncommitted")) == 15
+    assert len(_read(bootstrap, sink, 1, "read_uncommitted", until=15)) == 15
 
 
 def _fence(bootstrap: str) -> list[dict[str, object]]:
@@ -59,7 +61,7 @@ def _fence(bootstrap: str) -> list[dict[str, object]]:
     proc = java_peer.run_class(
         "zonegate.javapeer.TxnDriver", ["fence", bootstrap, topic, "jtxn-fence-id"], check=True
     )
-    assert _values(_read(bootstrap, topic, 1, "read_committed")) == [b"fresh"]
+    assert _values(_read(bootstrap, topic, 1, "read_committed", until=1)) == [b"fresh"]
     return java_peer.json_lines(proc.stdout)
 
 

@@ -363,6 +363,20 @@ def test_shards_follow_their_owner(opener: Opener) -> None:
         await one.rebalance()
         assert sorted(two.hosts) == [0, 1, 2, 3] and one.hosts == {}
         assert [o.epoch for o in await store.txn_shards()] == [2, 1, 2, 1]
+        # Node 1 comes back for a moment and takes shard 0 (epoch 3), then leaves again
+        # before node 2 looked: node 2 still holds it at epoch 2, stale. Its next
+        # rebalance sees the epoch moved on and takes the shard over again, at epoch 4.
+        owners[0] = 1
+        await one.rebalance()
+        owners[0] = 2
+        await one.rebalance()
+        assert two.hosts[0].epoch == 2 and one.hosts == {}
+        await two.rebalance()
+        assert two.hosts[0].epoch == 4 and not two.hosts[0].lost
+        assert [o.epoch for o in await store.txn_shards()] == [4, 1, 2, 1]
+        assert (await two.init_producer_id(TXN, 30000, None)).error == (
+            E.none if SHARD in two.hosts else E.not_coordinator
+        )
         await one.stop()
         await two.stop()
 

@@ -335,8 +335,8 @@ def _clean_batch(
     tombstone. Kafka's checkBatchRetention and shouldRetainRecord."""
     last = h.base_offset + h.last_offset_delta
     if h.is_control:
-        # Produce refuses transactional batches, so none is stored; a marker would stay
-        # until its transaction's records went, which this cleaner does not track.
+        # A transaction marker: Kafka drops it only after its transaction's records went
+        # and the delete horizon passed, which this cleaner does not track yet; kept.
         return batch, None
     retain_empty = (h.producer_id >= 0 and active_producers.get(h.producer_id) == last) or (
         last + 1 == offsets.end  # the round's last batch keeps the last offset

@@ -130,14 +130,20 @@ class TxnCoordinator:
         wanted = {s for s in range(self.config.shards) if self._shard_owner(s) == self.node_id}
         for shard in [s for s in self.hosts if s not in wanted]:
             await self._drop(shard)
-        missing = sorted(wanted - self.hosts.keys())
-        if not missing:
-            return
         try:
             seen = {o.shard: o for o in await self._store.txn_shards()}
         except MetaStoreError:
             log.warning("transaction shards unreadable; taken over later", exc_info=True)
             return
+        # A shard another node took over since this one did (the live nodes changed and
+        # changed back, as while nodes join) is held here at a stale epoch: until a write
+        # of it were fenced, it would answer from what it loaded then. Given up, and taken
+        # over again below at the next epoch, with what the other node wrote.
+        for host in list(self.hosts.values()):
+            found = seen.get(host.shard)
+            if found is not None and found.epoch != host.epoch:
+                host.deposed()
+        missing = sorted(wanted - self.hosts.keys())
         for shard in missing:
             await self._take(shard, seen.get(shard))
 
@@ -180,6 +186,7 @@ class TxnCoordinator:
     async def _drop(self, shard: int) -> None:
         host = self.hosts.pop(shard, None)
         if host is not None:
+            log.info("transaction shard %d let go at epoch %d", shard, host.epoch)
             await host.close()
 
     def _host(self, transactional_id: str | None) -> ShardHost | None:
