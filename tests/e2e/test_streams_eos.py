@@ -33,8 +33,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 def test_streams_exactly_once_v2_survives_kill9(cluster: Cluster, tmp_path: Path) -> None:
-    if not txn_cluster.serves_transactions(cluster.nodes[0]):
-        pytest.skip("this build does not advertise the transaction APIs (EndTxn) yet")
     done: list[str] = []
 
     def faults(app: streams_eos.App) -> None:

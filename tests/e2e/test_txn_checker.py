@@ -33,8 +33,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 def test_transactions_survive_kill9_of_each_node(cluster: Cluster) -> None:
-    if not txn_cluster.serves_transactions(cluster.nodes[0]):
-        pytest.skip("this build does not advertise the transaction APIs (EndTxn) yet")
     zones = txn_cluster.ZONES
 
     def bootstrap(i: int) -> tuple[str, str]:

@@ -13,27 +13,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from kio.schema.api_versions.v0.request import ApiVersionsRequest
-
 from tests.cluster_harness import Cluster, ClusterNode, start_cluster, wait_until
-from tests.kafka_raw import RawConnection
 
 ZONES = ("zone-a", "zone-b", "zone-c")
-END_TXN = 26  # EndTxn's API key
 
 
 def start(root: Path) -> Cluster:
     return start_cluster(root, ZONES, 1, ("--group-initial-rebalance-delay-ms", "0"))
-
-
-def serves_transactions(node: ClusterNode) -> bool:
-    """Whether the node advertises EndTxn in ApiVersions (the transaction handlers are
-    advertised together, once the whole path works)."""
-    conn = RawConnection(node.port)
-    try:
-        return any(int(k.api_key) == END_TXN for k in conn.request(ApiVersionsRequest()).api_keys)
-    finally:
-        conn.sock.close()
 
 
 def restart(node: ClusterNode) -> None:
