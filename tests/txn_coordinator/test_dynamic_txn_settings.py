@@ -162,14 +162,14 @@ def test_dynamic_transaction_settings_reach_every_node_and_are_shown(tmp_path: P
         # its next catalog refresh, over its command line.
         _alter_cluster_default(other, {EXPIRY: "1500", VERIFY: "false"})
         _until(
-            lambda: leader.leader_txn_settings.producer_id_expiration_ms() == 1500,
+            lambda: leader.transactions.leader_settings.producer_id_expiration_ms() == 1500,
             "the cluster default in force at the leader",
             timeout=20,
         )
         # The leader's own value, over the cluster's, on the leader only.
         _alter(to_leader, lid, {VERIFY: "true"})
-        _until(lambda: other.leader_txn_settings.verification_enabled() is False, "other")
-        assert leader.leader_txn_settings.verification_enabled() is True
+        _until(lambda: other.transactions.leader_settings.verification_enabled() is False, "other")
+        assert leader.transactions.leader_settings.verification_enabled() is True
         assert node.call(_append(leader, part.stream_id, hung, True)) == E.invalid_txn_state
         assert _described(to_leader, lid, VERIFY) == (
             "true",
@@ -183,7 +183,7 @@ def test_dynamic_transaction_settings_reach_every_node_and_are_shown(tmp_path: P
         # The leader's own value removed: the cluster's default (off) is in force there,
         # and the batch opens its transaction unverified, as Kafka takes it.
         _alter(to_leader, lid, {VERIFY: None})
-        assert leader.leader_txn_settings.verification_enabled() is False
+        assert leader.transactions.leader_settings.verification_enabled() is False
         assert node.call(_append(leader, part.stream_id, hung, True)) == E.none
         assert node.call(_append(leader, part.stream_id, idle, False)) == E.none
 

@@ -27,9 +27,10 @@ from zonegate.broker.config import NodeConfig
 from zonegate.broker.controller import Controller, LeaderBalance
 from zonegate.broker.group_lag import GroupLag
 from zonegate.broker.http import HttpEndpoint
+from zonegate.broker.kafka_servers import kafka_server
 from zonegate.broker.lease_keeper import LeaseKeeper
 from zonegate.broker.lifecycle import hand_over
-from zonegate.broker.listeners import ListenerSpec, listener_security
+from zonegate.broker.listeners import ListenerSpec
 from zonegate.broker.metrics import node_registry
 from zonegate.broker.node_identity import (
     DataDirLock,
@@ -39,6 +40,7 @@ from zonegate.broker.node_identity import (
 )
 from zonegate.broker.peer_probes import PeerProbes
 from zonegate.broker.rpc_tls_settings import check_peers_accept, open_rpc_tls
+from zonegate.broker.txn_wiring import make_transactions, start_transactions
 from zonegate.broker.usage import UsageWriter
 from zonegate.broker.workers import WorkerPool, loopback
 from zonegate.coordinator.classic import GroupConfig
@@ -56,11 +58,7 @@ from zonegate.maintenance.jobs import MaintenanceSettings, StorageMaintenance
 from zonegate.maintenance.targets import LedPartitions
 from zonegate.metastore.api import MetaStore, open_metastore
 from zonegate.metastore.models import NodeRecord, PartitionInfo
-from zonegate.proxy.auth import JwksKeys
-from zonegate.proxy.gate import ListenerGate
-from zonegate.proxy.registry import REGISTRY
-from zonegate.proxy.server import KafkaServer, ListenerConfig
-from zonegate.proxy.tls import ServerContexts
+from zonegate.proxy.server import KafkaServer
 from zonegate.qos.admission import QosScheduler
 from zonegate.qos.client_quotas import QuotaWindow
 from zonegate.router.membership import Membership
@@ -72,15 +70,11 @@ from zonegate.services.authorizer import AuthorizerService
 from zonegate.services.catalog import Catalog
 from zonegate.services.cluster import ClusterSettings, NodeCluster
 from zonegate.services.groups import RoutedGroups
-from zonegate.services.leader_txn_settings import LeaderTxnSettings
 from zonegate.services.log_dirs import LogDirService
 from zonegate.services.quotas import QuotaService
 from zonegate.services.read_path import ReadService
 from zonegate.services.reassignment import Reassignments
 from zonegate.services.scram import ScramService
-from zonegate.services.txn_admin import TxnAdminService
-from zonegate.services.txn_markers import WalMarkerWriter
-from zonegate.services.txn_routing import RoutedTxns
 from zonegate.services.write_path import ProduceService
 from zonegate.services.zone_probe import ZoneProbe
 from zonegate.storage.block_cache import BlockCache
@@ -88,8 +82,6 @@ from zonegate.storage.log_cache import LogCache
 from zonegate.storage.objects import ObjectNotFound
 from zonegate.storage.reader import StreamReader
 from zonegate.storage.store_url import open_object_store
-from zonegate.transactions.coordinator_core import CoordinatorConfig
-from zonegate.txn_coordinator.role import TxnCoordinator, TxnCoordinatorConfig
 from zonegate.usage.accounting import Accounting
 from zonegate.wal_s3.wal_writer import WalWriter
 
@@ -256,51 +248,25 @@ class Node:
             clock,
             owner_wait_s=config.lease_ms / 1000 + 2.0,
         )
-        # Transactions (docs/transactions.md): this node's share of the coordinator shards,
-        # markers written through its own WAL, calls passed to each shard's owner.
-        self.markers = WalMarkerWriter(self.catalog, self.wal, self.leader, clock)
-        self.txn_coordinator = TxnCoordinator(
-            config.node_id,
-            self.incarnation,
-            self.meta,
-            self.markers,
-            self.cluster.txn_shard_owner,
+        # Transactions (broker/txn_wiring.py): this node's share of the coordinator
+        # shards, markers through its own WAL, calls passed to each shard's owner.
+        self.transactions = make_transactions(
+            config,
             clock,
-            TxnCoordinatorConfig(
-                shards=config.transaction_state_log_num_partitions,
-                core=CoordinatorConfig(
-                    max_timeout_ms=config.transaction_max_timeout_ms,
-                    id_expiration_ms=config.transactional_id_expiration_ms,
-                ),
-                abort_interval_ms=config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
-                expire_interval_ms=config.transaction_remove_expired_transaction_cleanup_interval_ms,
-            ),
+            incarnation=self.incarnation,
+            serves_roles=serves_roles,
+            meta=self.meta,
+            catalog=self.catalog,
+            defaults=lambda: self.catalog.defaults,
+            wal=self.wal,
+            leader=self.leader,
+            local_leader=self.local_leader,
+            cluster=self.cluster,
+            peer=self._peer,
+            topic_partition=self.topic_partition,
         )
-        # As groups: a worker holds no shard, so its own node's calls go to the node
-        # process (`_peer`), never to the idle role instance of the worker.
-        self.txns = RoutedTxns(
-            self.txn_coordinator,
-            serves_roles,
-            self.cluster,
-            self._peer,
-            clock,
-            owner_wait_s=config.lease_ms / 1000 + 2.0,
-        )
-        # The leader's settings AlterConfigs may change: read at each use from the
-        # catalog's dynamic broker configs over the command line.
-        self.leader_txn_settings = LeaderTxnSettings(
-            lambda: self.catalog.defaults,
-            producer_id_expiration_ms=config.producer_id_expiration_ms,
-            verification=config.transaction_partition_verification_enable,
-        )
-        # KIP-890: a transaction's first batch at a led partition is verified with them.
-        self.local_leader.use_transactions(
-            self.txns,
-            self.topic_partition,
-            self.catalog.refresh,
-            verification=self.leader_txn_settings.verification_enabled,
-        )
-        self._txn_shards_due = asyncio.Event()
+        self.txn_coordinator = self.transactions.coordinator
+        self.txns = self.transactions.routed
         self.maintenance = StorageMaintenance(
             self.led,
             self.local_leader,
@@ -367,14 +333,7 @@ class Node:
             scram=self.scram,
             authorizer=self.authorizer,
             transactions=self.txns,
-            txn_admin=TxnAdminService(
-                self.txns,
-                self.cluster,
-                config.transaction_state_log_num_partitions,
-                self.catalog,
-                self.leader,
-                self.markers,
-            ),
+            txn_admin=self.transactions.admin,
         )
         import zonegate.proxy.handlers  # noqa: F401  (handlers register themselves)
 
@@ -397,32 +356,7 @@ class Node:
         return self.server.port
 
     def _listener(self, spec: ListenerSpec, first: KafkaServer | None) -> KafkaServer:
-        config = self.config
-        contexts = ServerContexts(spec.tls, self.clock) if spec.tls is not None else None
-        security = listener_security(spec)
-        keys = (
-            JwksKeys(security.oauth, self.clock)
-            if security.sasl and security.oauth is not None
-            else None
-        )
-        gate = ListenerGate(security, self.scram, keys, self.clock)
-        return KafkaServer(
-            self.services,
-            REGISTRY,
-            ListenerConfig(
-                spec.host,
-                spec.port,
-                config.max_request_bytes,
-                name=spec.name,
-                queued_max_request_bytes=config.queued_max_request_bytes,
-                max_connections=config.max_connections,
-                max_connections_per_ip=config.max_connections_per_ip,
-                handshake_timeout_s=config.ssl_handshake_timeout_ms / 1000,
-            ),
-            contexts,
-            gate,
-            first,
-        )
+        return kafka_server(spec, self.config, self.services, self.scram, self.clock, first)
 
     def _endpoints(self) -> tuple[tuple[str, str, int], ...]:
         """Each listener's advertised endpoint (advertised.listeners, else the node's
@@ -580,27 +514,8 @@ class Node:
         await sup.start("leases", self.leases.start, self.leases.stop)
         await sup.start("group coordinator", None, self.coordinator.shutdown)
         sup.run("group timers", self.coordinator.run_timers)
-        await sup.start(
-            "transaction coordinator",
-            lambda: self.txn_coordinator.start(take_shards=False),
-            self.txn_coordinator.stop,
-        )
-        # The shards this node should own, taken over (or let go) as the live nodes change;
-        # the first pass at once, in the background.
-        self._txn_shards_due.set()
-        sup.every(
-            "transaction shards",
-            self.config.heartbeat_s / 2,
-            self.txn_coordinator.rebalance,
-            wake=self._txn_shards_due,
-        )
-        # producer.id.expiration.ms (as in force at each sweep) at the partitions led here.
-        sup.every(
-            "producer id expiry",
-            self.config.producer_id_expiration_check_interval_ms / 1000,
-            lambda: self.local_leader.expire_producers(
-                self.leader_txn_settings.producer_id_expiration_ms()
-            ),
+        await start_transactions(
+            self.transactions, sup, self.config, self.local_leader.expire_producers
         )
         sup.every("usage records", self.config.usage_interval_s, self.usage.flush)
         sup.every("catalog refresh", self.config.heartbeat_s / 2, self._refresh)
