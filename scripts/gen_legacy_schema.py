@@ -52,6 +52,7 @@ WANTED: list[tuple[str, int, range]] = [
     ("DescribeAcls", 29, range(0, 1)),  # v0: LITERAL patterns only, no pattern type
     ("CreateAcls", 30, range(0, 1)),
     ("DeleteAcls", 31, range(0, 1)),
+    ("WriteTxnMarkers", 27, range(0, 1)),  # the admin's abort (kafka-transactions abort)
 ]
 
 _PLAIN = {  # Kafka type -> (Python type, kafka_type metadata, import)

@@ -35,8 +35,13 @@ _JVM_OPTS: tuple[str, ...] = (
 
 
 def _cluster_id() -> str:
-    """A Kafka Uuid as its tools print one: 16 random bytes, URL-safe base64, no padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka Uuid as its tools print one: 16 random bytes, URL-safe base64, no padding;
+    never starting with '-', which `kafka-storage format --cluster-id` would take for an
+    option (Kafka's Uuid.randomUuid draws again for the same reason)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 class ApacheKafkaBroker:

@@ -226,3 +226,27 @@ def test_leave_moves_to_rebalance_or_empty(rounds: int) -> None:
         assert g.state is expected
 
     asyncio.run(run())
+
+
+def test_a_transactional_commit_skips_the_empty_group_and_rebalance_checks() -> None:
+    """Kafka 4's validateOffsetCommit with isTransactional: TxnOffsetCommit's older
+    versions carry no member, and a member's commit is not refused mid-rebalance."""
+
+    async def run() -> None:
+        g = ClassicGroup("g", CFG)
+        a = await new_member(g)
+        join(g, a)
+        assert g.state is GroupState.COMPLETING_REBALANCE
+        assert g.validate_commit("", None, -1) is ErrorCode.unknown_member_id
+        assert g.validate_commit("", None, -1, transactional=True) is ErrorCode.none
+        assert g.validate_commit(a, None, g.generation) is ErrorCode.rebalance_in_progress
+        assert g.validate_commit(a, None, g.generation, transactional=True) is ErrorCode.none
+        # The member checks themselves still hold.
+        assert g.validate_commit("nobody", None, 1, transactional=True) is (
+            ErrorCode.unknown_member_id
+        )
+        assert g.validate_commit(a, None, g.generation + 1, transactional=True) is (
+            ErrorCode.illegal_generation
+        )
+
+    asyncio.run(run())

@@ -173,3 +173,25 @@ def test_a_groups_own_configs_set_its_session_and_heartbeat(tmp_path: Path) -> N
             await meta.close()
 
     asyncio.run(main())
+
+
+def test_a_transactional_commit_with_a_stale_member_epoch_is_illegal_generation(
+    tmp_path: Path,
+) -> None:
+    """Kafka 4's TxnOffsetCommit on a consumer group: the member's epoch is checked as
+    OffsetCommit's, and a stale one answers ILLEGAL_GENERATION (TxnOffsetCommit has no
+    STALE_MEMBER_EPOCH)."""
+
+    async def body(coordinator: Factory) -> None:
+        coord = await coordinator()
+        res = await consumer_heartbeat(coord, "g", join("m1"), SETTINGS, names)
+        assert res.error is ErrorCode.none and res.member_epoch == 1
+        offsets = [OffsetToCommit("t", 0, 42, -1, None)]
+        assert await coord.txn_commit_offsets("g", 9, 0, 1, "m1", None, offsets) == [ErrorCode.none]
+        stale = await coord.txn_commit_offsets("g", 9, 0, 7, "m1", None, offsets)
+        assert stale == [ErrorCode.illegal_generation]
+        unknown = await coord.txn_commit_offsets("g", 9, 0, 1, "m2", None, offsets)
+        assert unknown == [ErrorCode.unknown_member_id]
+        assert await coord.meta.pending_offsets("g") == [("t", 0)]
+
+    run(tmp_path, body)

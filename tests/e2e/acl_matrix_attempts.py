@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kio.schema.add_offsets_to_txn.v3 import request as add_offsets
+from kio.schema.add_partitions_to_txn.v3 import request as add_partitions
 from kio.schema.alter_client_quotas.v1 import request as alter_quotas
 from kio.schema.alter_partition_reassignments.v0 import request as alter_reassign
 from kio.schema.alter_user_scram_credentials.v0 import request as alter_scram
@@ -39,6 +41,7 @@ from kio.schema.describe_log_dirs.v4 import request as describe_log_dirs
 from kio.schema.describe_topic_partitions.v0 import request as describe_tp
 from kio.schema.describe_user_scram_credentials.v0 import request as describe_scram
 from kio.schema.elect_leaders.v2 import request as elect_leaders
+from kio.schema.end_txn.v3 import request as end_txn
 from kio.schema.fetch.v12 import request as fetch
 from kio.schema.find_coordinator.v4 import request as find_coordinator
 from kio.schema.heartbeat.v4 import request as heartbeat
@@ -55,6 +58,7 @@ from kio.schema.offset_fetch.v8 import request as offset_fetch
 from kio.schema.offset_for_leader_epoch.v4 import request as leader_epoch
 from kio.schema.produce.v9 import request as produce
 from kio.schema.sync_group.v5 import request as sync_group
+from kio.schema.txn_offset_commit.v3 import request as txn_offset_commit
 from kio.static.primitive import i8, i16, i32, i64
 
 from zonegate.metastore.models import AclOperation as Op
@@ -422,8 +426,108 @@ def group_attempts(owner: str, me: str, member: tuple[str, int]) -> list[Attempt
                 key_type=i8(1), coordinator_keys=(f"{owner}-tx",)
             ),
             lambda a: int(a.coordinators[0].error_code),
-            # Transactions are not served: an allowed lookup finds no coordinator.
-            ok=frozenset({0, 15}),
+        ),
+    ]  # fmt: skip
+
+
+# What an allowed transactional call may answer for a made-up producer (id 0, epoch 0):
+# the id's real producer is another (INVALID_PRODUCER_ID_MAPPING), fenced
+# (INVALID_PRODUCER_EPOCH, PRODUCER_FENCED), or has no transaction open (INVALID_TXN_STATE);
+# never a denial.
+TXN_OK = frozenset({0, 47, 48, 49, 90})
+
+
+def txn_attempts(owner: str, me: str) -> list[Attempt]:
+    """What `me` tries with the transactional id `{owner}-tx`, on `{owner}`'s topic and
+    group, in Kafka's order of checks (KafkaApis): the transactional id's WRITE first."""
+    tx, t, g = f"{owner}-tx", f"{owner}-t", f"{owner}-g"
+    write_tx = (Op.WRITE, RT.TRANSACTIONAL_ID, tx, TXN_DENIED)
+    read_g = (Op.READ, RT.GROUP, g, GROUP_DENIED)
+    topic: Any = t
+    txid: Any = tx
+    gid: Any = g
+    pid: Any = i64(0)
+    return [
+        Attempt(
+            "InitProducerId", tx, (write_tx,),
+            init_producer_id.InitProducerIdRequest(
+                transactional_id=txid, transaction_timeout=datetime.timedelta(seconds=60),  # type: ignore[arg-type]
+                producer_id=i64(-1), producer_epoch=i16(-1),  # type: ignore[arg-type]
+            ),
+            _top,
+        ),
+        Attempt(
+            "AddPartitionsToTxn", tx, (write_tx, (Op.WRITE, RT.TOPIC, t, TOPIC_DENIED)),
+            add_partitions.AddPartitionsToTxnRequest(
+                v3_and_below_transactional_id=txid, v3_and_below_producer_id=pid,
+                v3_and_below_producer_epoch=i16(0),
+                v3_and_below_topics=(
+                    add_partitions.AddPartitionsToTxnTopic(name=topic, partitions=(i32(0),)),
+                ),
+            ),
+            lambda a: int(a.results_by_topic_v3_and_below[0].results_by_partition[0]
+                          .partition_error_code),
+            ok=TXN_OK,
+        ),
+        Attempt(
+            "AddOffsetsToTxn", tx, (write_tx, read_g),
+            add_offsets.AddOffsetsToTxnRequest(
+                transactional_id=txid, producer_id=pid, producer_epoch=i16(0), group_id=gid
+            ),
+            _top,
+            ok=TXN_OK,
+        ),
+        Attempt(
+            "TxnOffsetCommit", tx, (write_tx, read_g, (Op.READ, RT.TOPIC, t, TOPIC_DENIED)),
+            txn_offset_commit.TxnOffsetCommitRequest(
+                transactional_id=txid, group_id=gid, producer_id=pid, producer_epoch=i16(0),
+                generation_id=i32(-1), member_id="", group_instance_id=None,
+                topics=(
+                    txn_offset_commit.TxnOffsetCommitRequestTopic(
+                        name=topic,
+                        partitions=(
+                            txn_offset_commit.TxnOffsetCommitRequestPartition(
+                                partition_index=i32(0), committed_offset=i64(0),
+                                committed_leader_epoch=i32(-1), committed_metadata=None,
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+            _first_partition,
+            ok=TXN_OK,
+        ),
+        Attempt(
+            "EndTxn", tx, (write_tx,),
+            end_txn.EndTxnRequest(
+                transactional_id=txid, producer_id=pid, producer_epoch=i16(0), committed=False
+            ),
+            _top,
+            ok=TXN_OK,
+        ),
+        Attempt(
+            # A transactional batch: the transactional id's WRITE, then the topic's.
+            "Produce(txn)", t, (write_tx, (Op.WRITE, RT.TOPIC, t, TOPIC_DENIED)),
+            produce.ProduceRequest(
+                transactional_id=txid, acks=i16(-1), timeout=SECONDS,  # type: ignore[arg-type]
+                topic_data=(
+                    produce.TopicProduceData(
+                        name=topic,
+                        partition_data=(
+                            produce.PartitionProduceData(
+                                index=i32(0),
+                                records=build_batch(
+                                    [(b"k", f"txn from {me}".encode(), (), 1_700_000_000_000)],
+                                    producer_id=0, producer_epoch=0, base_sequence=0,
+                                    is_transactional=True,
+                                ),
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+            _first_partition,
+            ok=TXN_OK,
         ),
     ]  # fmt: skip
 

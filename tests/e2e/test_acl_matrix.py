@@ -51,6 +51,7 @@ from tests.e2e.acl_matrix_attempts import (
     cluster_attempts,
     group_attempts,
     topic_attempts,
+    txn_attempts,
 )
 from tests.inprocess import InProcessNode, start_inprocess_node
 from tests.kafka_raw import RawConnection
@@ -190,11 +191,30 @@ def _set_up(c: Cluster) -> None:
     while any(n.authorizer.acl_count != len(creations) for n in c.node.nodes):
         assert time.monotonic() < deadline, "ACLs did not reach every node"
         time.sleep(0.05)
+    # And every transaction shard is held by its owner at the shard's current epoch:
+    # taken over in the background as the nodes join, a shard may pass through two nodes,
+    # and until then a call is answered NOT_COORDINATOR, which clients retry but the
+    # one-shot attempts here would record.
+    while not _shards_settled(c):
+        assert time.monotonic() < deadline + 10, "transaction shards not taken over"
+        time.sleep(0.05)
     for owner in OWNERS:
         seed = topic_attempts(owner, "admin")
         _send(c, "admin", 0, seed[2])  # Produce: the seed record
         _send(c, "admin", 1, group_attempts(owner, "admin", ("", -1))[7])  # OffsetCommit
         _join(c, owner)
+
+
+def _shards_settled(c: Cluster) -> bool:
+    epochs = {o.shard: o.epoch for o in c.node.call(c.node.nodes[0].meta.txn_shards())}
+    return all(
+        (h := n.txn_coordinator.hosts.get(shard)) is not None
+        and not h.lost
+        and h.epoch == epochs.get(shard)
+        for n in c.node.nodes
+        for shard in range(50)
+        if n.cluster.txn_shard_owner(shard) == n.config.node_id
+    )
 
 
 def _join(c: Cluster, owner: str) -> None:
@@ -259,6 +279,7 @@ def test_every_principal_tries_every_api_on_every_resource(cluster: Cluster) -> 
         for owner in OWNERS:
             attempts += topic_attempts(owner, user)
             attempts += group_attempts(owner, user, cluster.members[owner])
+            attempts += txn_attempts(owner, user)
         attempts += cluster_attempts(user)
         for attempt in attempts:
             turn += 1
@@ -341,6 +362,7 @@ def test_the_table_covers_every_resource_type() -> None:
     for attempt in [
         *topic_attempts("alice", "eve"),
         *group_attempts("alice", "eve", ("", -1)),
+        *txn_attempts("alice", "eve"),
         *cluster_attempts("eve"),
     ]:
         checks += [*attempt.checks, *attempt.either]

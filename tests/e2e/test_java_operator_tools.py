@@ -411,7 +411,12 @@ def test_cluster_id_and_unregister(session_node: RunningNode) -> None:
 
 def test_features_describe_and_update(session_node: RunningNode) -> None:
     described = _tool("kafka-features", "--bootstrap-server", session_node.bootstrap, "describe")
-    assert (described.returncode, described.stdout.strip()) == (0, "")  # none advertised
+    # Only transaction.version is advertised (KIP-890 part 2: finalized at 2).
+    assert described.returncode == 0
+    assert described.stdout.split() == [
+        "Feature:", "transaction.version", "SupportedMinVersion:", "0",
+        "SupportedMaxVersion:", "2", "FinalizedVersionLevel:", "2", "Epoch:", "1",
+    ]  # fmt: skip
     upgrade = _tool(
         "kafka-features", "--bootstrap-server", session_node.bootstrap,
         "upgrade", "--feature", "group.version=1",
@@ -444,6 +449,9 @@ def test_broker_api_versions(session_node: RunningNode) -> None:
         "DeleteRecords(21): 0 to 2 [usable: 2]",
         "OffsetDelete(47): 0 [usable: 0]",
         "ConsumerGroupDescribe(69): 0 to 1 [usable: 1]",
+        "Produce(0): 3 to 12 [usable: 12]",
+        "EndTxn(26): 0 to 5 [usable: 5]",
+        "TxnOffsetCommit(28): 0 to 5 [usable: 5]",
         "DescribeQuorum(55): UNSUPPORTED",
         "UpdateFeatures(57): UNSUPPORTED",
         "UnregisterBroker(64): UNSUPPORTED",

@@ -1,6 +1,7 @@
 """librdkafka's own C tests against zonegate: 0077 (a compacted topic created by
-kafka-topics with a full set of topic configs) and the AlterConfigs and
-IncrementalAlterConfigs sub-tests of 0081 (admin).
+kafka-topics with a full set of topic configs), the AlterConfigs and
+IncrementalAlterConfigs sub-tests of 0081 (admin), 0103 (transactions) and 0129 (a
+read_committed consumer skipping an aborted transaction).
 
 The runner is built by tests/librdkafka/build.sh (scripts/test runs it) from the C
 sources of librdkafka's test suite, with only these tests in it. It reads its
@@ -313,6 +314,34 @@ def test_0081_acls(node_factory: NodeFactory, tmp_path: Path, subtest: str) -> N
     )
     result = run_suite(node, tmp_path, "0081", subtest)
     assert_passed(result, "0081_admin", [subtest])
+
+
+TXN_SUBTESTS = [
+    "do_test_misuse_txn",
+    "do_test_basic_producer_txn",
+    "do_test_consumer_producer_txn",
+    "do_test_fenced_txn",
+    "do_test_fatal_idempo_error_without_kip360",
+    "do_test_empty_txn",
+    "do_test_wmark_isolation_level",
+    "do_test_txn_abort_control_message_leader_epoch",
+]
+
+
+def test_0103_transactions(session_node: RunningNode, tmp_path: Path) -> None:
+    """librdkafka's transaction tests: misuse, basic commit and abort (with and without
+    compression), consume-transform-produce with offsets, fencing, empty transactions,
+    watermarks by isolation level, an abort marker's leader epoch."""
+    result = run_suite(session_node, tmp_path, "0103")
+    assert_passed(result, "0103_transactions", TXN_SUBTESTS)
+    assert result.subtests_passed.count("do_test_empty_txn") == 4, result.report()
+
+
+def test_0129_fetch_aborted_msgs(session_node: RunningNode, tmp_path: Path) -> None:
+    """An aborted transaction of 1000 messages, then a read_committed consumer that must
+    skip them all and reach the end (KIP-98's aborted transactions in Fetch)."""
+    result = run_suite(session_node, tmp_path, "0129")
+    assert_passed(result, "0129_fetch_aborted_msgs", [])
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S + 60)

@@ -305,3 +305,67 @@ def test_tls_and_sasl_listeners_are_served_by_both_processes(tmp_path: Path) -> 
         del held
     finally:
         node.stop()
+
+
+def test_transactions_through_both_processes(tmp_path: Path) -> None:
+    """Transactional producers whose connections land on either process: a worker
+    passes their coordinator calls to the node process, which holds the shards."""
+    cluster = start_cluster(tmp_path, ["a"], 1, ["--workers", "2"])
+    node = cluster.nodes[0]
+    try:
+        _create(node.bootstrap, "payments", 3)
+        # Every shard held by the node process first: from then on, no answer of this
+        # one-node cluster may say NOT_COORDINATOR (a worker answering for its own idle
+        # role instance did, slowing each such producer's calls by its retries).
+        assert wait_until(lambda: _metric(node, "zonegate_txn_shards_held") == {"": 50.0}, 30)
+        producers: list[Producer] = []
+        committed: list[bytes] = []
+        # Every producer opens (their coordinator connections must land on both
+        # processes), each within a bound far below a stuck call's.
+        while len(producers) < 12:
+            p = Producer(
+                {"bootstrap.servers": node.bootstrap, "transactional.id": f"tx-{len(producers)}"}
+            )
+            producers.append(p)
+            p.init_transactions(20)
+            p.begin_transaction()
+            p.produce("payments", f"aborted {len(producers)}".encode())
+            p.abort_transaction(30)
+            p.begin_transaction()
+            values = [f"paid {len(producers)}-{i}".encode() for i in range(3)]
+            for v in values:
+                p.produce("payments", v)
+            p.commit_transaction(30)
+            committed += values
+        per_process = _metric(node, "zonegate_process_connections")
+        assert sorted(per_process) == ["process=0", "process=1"]
+        assert all(v > 0 for v in per_process.values()), per_process
+        c = Consumer(
+            {
+                "bootstrap.servers": node.bootstrap,
+                "group.id": "ledger",
+                "auto.offset.reset": "earliest",
+                "isolation.level": "read_committed",
+            }
+        )
+        c.subscribe(["payments"])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < len(committed) and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+        extra = c.consume(num_messages=100, timeout=2)  # nothing aborted comes after
+        got += [m.value() for m in extra if m.error() is None]
+        c.close()
+        assert sorted(got) == sorted(committed)
+        refused = {
+            k: v
+            for k, v in _metric(node, "zonegate_errors_total").items()
+            if "error=not_coordinator" in k
+        }
+        assert not refused, refused
+        for p in producers:
+            p.flush(10)
+    finally:
+        cluster.stop()

@@ -12,7 +12,7 @@
 RUNNER_MK := $(lastword $(MAKEFILE_LIST))
 SRC ?= $(error SRC: the librdkafka source directory)
 OUT ?= $(error OUT: the build directory)
-TESTS_C ?= 0077-compaction 0081-admin
+TESTS_C ?= 0077-compaction 0081-admin 0103-transactions 0129-fetch_aborted_msgs
 
 include $(SRC)/Makefile.config
 

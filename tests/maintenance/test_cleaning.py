@@ -79,7 +79,8 @@ def test_the_compactors_pass_cleans_a_compacted_partition(tmp_path: Path) -> Non
         assert [r[1] for r in await rig.latest()] == [b"k%d" % k for k in range(1, 10)]
         # A new leader over the same store reads the same.
         rig.leader = LeaderService(rig.meta, rig.clock)
-        _, hwm, entries, _ = await rig.leader.changes.cleaning_view(rig.sid)
+        view = await rig.leader.changes.cleaning_view(rig.sid)
+        hwm, entries = view.high_watermark, view.entries
         assert hwm == 501 and entries[-1].last_offset == 500  # the last offset kept
         await rig.meta.close()
 
@@ -95,10 +96,10 @@ def test_a_refused_cleaning_swap_deletes_its_objects(tmp_path: Path) -> None:
         await rig.clock.advance(2 * HOUR / 1000)
         real_swap = rig.leader.changes.swap
 
-        async def truncating_swap(sid, epoch, old, new):  # type: ignore[no-untyped-def]
+        async def truncating_swap(sid, epoch, old, new, **kw):  # type: ignore[no-untyped-def]
             if any(clean_mark(e.object_key)[0] for e in new):
                 await rig.leader.delete_records(sid, 10)  # lands between PUT and swap
-            return await real_swap(sid, epoch, old, new)
+            return await real_swap(sid, epoch, old, new, **kw)
 
         rig.leader.changes.swap = truncating_swap  # type: ignore[method-assign]
         await rig.compactor.run_once()

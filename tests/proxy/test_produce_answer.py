@@ -85,7 +85,7 @@ def _works() -> list[ProducedPartition]:
     return [ok, corrupt, ok2, unknown, fenced, long_name, stamped, refused]
 
 
-@pytest.mark.parametrize("version", range(3, 12))
+@pytest.mark.parametrize("version", range(3, 13))
 def test_hand_encoded_answer_matches_kio(version: int) -> None:
     works = _works()
     expected = encode_response(77, 0, _kio_answer(version, works))
@@ -105,13 +105,13 @@ def test_hand_encoded_answer_matches_kio(version: int) -> None:
     ]
 
 
-@pytest.mark.parametrize("version", [3, 8, 9, 11])
+@pytest.mark.parametrize("version", [3, 8, 9, 11, 12])
 def test_empty_answer_matches_kio(version: int) -> None:
     expected = encode_response(1, 0, _kio_answer(version, []))
     assert encode_response(1, 0, _encode_answer(version, [])) == expected
 
 
-@pytest.mark.parametrize("version", [3, 8, 9, 11])
+@pytest.mark.parametrize("version", [3, 8, 9, 11, 12])
 def test_a_throttle_time_lands_where_kio_writes_it(version: int) -> None:
     works = _works()
     throttled = dataclasses.replace(

@@ -164,16 +164,27 @@ def test_the_size_rule_is_per_batch() -> None:
     assert len(_accepted(one + one, rules).batches) == 2
 
 
-def test_transactional_and_control_batches_are_invalid_record() -> None:
+def test_control_batches_from_clients_are_invalid_record() -> None:
+    """Kafka's LogValidator: only coordinators write markers; a client's control batch is
+    INVALID_RECORD with Kafka's message, alone or after a good batch."""
+    control = bytearray(build_batch(_records()))
+    struct.pack_into(">h", control, 21, 0x20)
+    for batch in (_fix_crc(control), build_batch(_records()) + _fix_crc(control)):
+        assert _refused(batch) == Refused(
+            ErrorCode.invalid_record,
+            "Clients are not allowed to write control records in topic partition t-0",
+        )
+
+
+def test_transactional_batches_are_accepted_as_sent() -> None:
+    """A transactional batch is stored as received; its transactional id is the produce
+    handler's to check, whether it may open a transaction the leader's (KIP-890)."""
     txn = build_batch(
         _records(), producer_id=1, producer_epoch=0, base_sequence=0, is_transactional=True
     )
-    control = bytearray(build_batch(_records()))
-    struct.pack_into(">h", control, 21, 0x20)
-    for batch in (txn, _fix_crc(control), build_batch(_records()) + txn):
-        assert _refused(batch) == Refused(
-            ErrorCode.invalid_record, "transactional batches are not supported"
-        )
+    stored = _accepted(txn).batches[0]
+    assert stored.data == txn
+    assert stored.header.is_transactional
 
 
 def test_a_producer_ids_batch_needs_a_sequence() -> None:

@@ -73,6 +73,21 @@ class NodeConfig:
     group_initial_rebalance_delay_ms: int = _d("group_initial_rebalance_delay_ms")
     group_consumer_heartbeat_interval_ms: int = _d("group_consumer_heartbeat_interval_ms")
     group_consumer_session_timeout_ms: int = _d("group_consumer_session_timeout_ms")
+    # The transaction coordinator (txn_settings.py, docs/transactions.md).
+    transaction_max_timeout_ms: int = _d("transaction_max_timeout_ms")
+    transactional_id_expiration_ms: int = _d("transactional_id_expiration_ms")
+    transaction_state_log_num_partitions: int = _d("transaction_state_log_num_partitions")
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = _d(
+        "transaction_abort_timed_out_transaction_cleanup_interval_ms"
+    )
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = _d(
+        "transaction_remove_expired_transaction_cleanup_interval_ms"
+    )
+    producer_id_expiration_ms: int = _d("producer_id_expiration_ms")
+    producer_id_expiration_check_interval_ms: int = _d("producer_id_expiration_check_interval_ms")
+    transaction_partition_verification_enable: bool = _d(
+        "transaction_partition_verification_enable"
+    )
     # The object-store scheduler (docs/qos.md): its settings' defaults.
     qos: QosSettings = field(default_factory=QosSettings)
     qos_tail_window_ms: int = _d("qos_tail_window_ms")
@@ -158,5 +173,11 @@ class NodeConfig:
             "group.consumer.session.timeout.ms": str(self.group_consumer_session_timeout_ms),
             "group.consumer.heartbeat.interval.ms": str(self.group_consumer_heartbeat_interval_ms),
             "log.segment.delete.delay.ms": str(self.segment_delete_delay_ms),
+            # The leader's transaction settings AlterConfigs may change (the static
+            # layer under the dynamic ones, services/leader_txn_settings.py).
+            "producer.id.expiration.ms": str(self.producer_id_expiration_ms),
+            "transaction.partition.verification.enable": str(
+                self.transaction_partition_verification_enable
+            ).lower(),
             **dict(self.kafka_no_effect),
         }

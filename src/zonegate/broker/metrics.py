@@ -14,6 +14,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from zonegate.broker.txn_metrics import txn_metrics
 from zonegate.proxy.registry import REGISTRY
 from zonegate.runtime.histogram import Histogram
 from zonegate.runtime.io_class import IO_CLASSES
@@ -106,6 +107,13 @@ class NodeCollector(Collector):
         yield from _storage_metrics(node, str(acc.node_id))
         yield from _operations(node, str(acc.node_id))
         yield from _qos_metrics(node, str(acc.node_id))
+        yield from txn_metrics(
+            node.txn_coordinator,
+            node.local_leader.lso_lags(),
+            node.topic_partition,
+            str(acc.node_id),
+            node.clock.wall_ms(),
+        )
 
 
 def _read_caches_and_purposes(node: Node, me: str) -> Iterator[Metric]:

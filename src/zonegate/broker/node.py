@@ -27,9 +27,10 @@ from zonegate.broker.config import NodeConfig
 from zonegate.broker.controller import Controller, LeaderBalance
 from zonegate.broker.group_lag import GroupLag
 from zonegate.broker.http import HttpEndpoint
+from zonegate.broker.kafka_servers import kafka_server
 from zonegate.broker.lease_keeper import LeaseKeeper
 from zonegate.broker.lifecycle import hand_over
-from zonegate.broker.listeners import ListenerSpec, listener_security
+from zonegate.broker.listeners import ListenerSpec
 from zonegate.broker.metrics import node_registry
 from zonegate.broker.node_identity import (
     DataDirLock,
@@ -39,6 +40,7 @@ from zonegate.broker.node_identity import (
 )
 from zonegate.broker.peer_probes import PeerProbes
 from zonegate.broker.rpc_tls_settings import check_peers_accept, open_rpc_tls
+from zonegate.broker.txn_wiring import make_transactions, start_transactions
 from zonegate.broker.usage import UsageWriter
 from zonegate.broker.workers import WorkerPool, loopback
 from zonegate.coordinator.classic import GroupConfig
@@ -56,11 +58,7 @@ from zonegate.maintenance.jobs import MaintenanceSettings, StorageMaintenance
 from zonegate.maintenance.targets import LedPartitions
 from zonegate.metastore.api import MetaStore, open_metastore
 from zonegate.metastore.models import NodeRecord, PartitionInfo
-from zonegate.proxy.auth import JwksKeys
-from zonegate.proxy.gate import ListenerGate
-from zonegate.proxy.registry import REGISTRY
-from zonegate.proxy.server import KafkaServer, ListenerConfig
-from zonegate.proxy.tls import ServerContexts
+from zonegate.proxy.server import KafkaServer
 from zonegate.qos.admission import QosScheduler
 from zonegate.qos.client_quotas import QuotaWindow
 from zonegate.router.membership import Membership
@@ -250,6 +248,25 @@ class Node:
             clock,
             owner_wait_s=config.lease_ms / 1000 + 2.0,
         )
+        # Transactions (broker/txn_wiring.py): this node's share of the coordinator
+        # shards, markers through its own WAL, calls passed to each shard's owner.
+        self.transactions = make_transactions(
+            config,
+            clock,
+            incarnation=self.incarnation,
+            serves_roles=serves_roles,
+            meta=self.meta,
+            catalog=self.catalog,
+            defaults=lambda: self.catalog.defaults,
+            wal=self.wal,
+            leader=self.leader,
+            local_leader=self.local_leader,
+            cluster=self.cluster,
+            peer=self._peer,
+            topic_partition=self.topic_partition,
+        )
+        self.txn_coordinator = self.transactions.coordinator
+        self.txns = self.transactions.routed
         self.maintenance = StorageMaintenance(
             self.led,
             self.local_leader,
@@ -315,6 +332,8 @@ class Node:
             ),
             scram=self.scram,
             authorizer=self.authorizer,
+            transactions=self.txns,
+            txn_admin=self.transactions.admin,
         )
         import zonegate.proxy.handlers  # noqa: F401  (handlers register themselves)
 
@@ -337,32 +356,7 @@ class Node:
         return self.server.port
 
     def _listener(self, spec: ListenerSpec, first: KafkaServer | None) -> KafkaServer:
-        config = self.config
-        contexts = ServerContexts(spec.tls, self.clock) if spec.tls is not None else None
-        security = listener_security(spec)
-        keys = (
-            JwksKeys(security.oauth, self.clock)
-            if security.sasl and security.oauth is not None
-            else None
-        )
-        gate = ListenerGate(security, self.scram, keys, self.clock)
-        return KafkaServer(
-            self.services,
-            REGISTRY,
-            ListenerConfig(
-                spec.host,
-                spec.port,
-                config.max_request_bytes,
-                name=spec.name,
-                queued_max_request_bytes=config.queued_max_request_bytes,
-                max_connections=config.max_connections,
-                max_connections_per_ip=config.max_connections_per_ip,
-                handshake_timeout_s=config.ssl_handshake_timeout_ms / 1000,
-            ),
-            contexts,
-            gate,
-            first,
-        )
+        return kafka_server(spec, self.config, self.services, self.scram, self.clock, first)
 
     def _endpoints(self) -> tuple[tuple[str, str, int], ...]:
         """Each listener's advertised endpoint (advertised.listeners, else the node's
@@ -433,6 +427,10 @@ class Node:
     async def _release_lock(self) -> None:
         self.lock.release()
 
+    def topic_partition(self, stream_id: int) -> tuple[str, int] | None:
+        p = self.catalog.by_stream(stream_id)
+        return None if p is None else (p.topic, p.partition)
+
     def _partition_of(self, topic: str, partition: int) -> PartitionInfo | None:
         t = self.catalog.get(topic)
         return t.partitions[partition] if t is not None and partition < len(t.partitions) else None
@@ -477,6 +475,7 @@ class Node:
             self.groups.serve,
             token=self.peers.token,
             credentials=self.peers.tls.server_credentials() if self.peers.tls else None,
+            txn_call=self.txns.serve,
         )
         rpc = self._rpc
         await sup.start("leader RPC", None, lambda: rpc.stop(grace=1.0))
@@ -515,6 +514,9 @@ class Node:
         await sup.start("leases", self.leases.start, self.leases.stop)
         await sup.start("group coordinator", None, self.coordinator.shutdown)
         sup.run("group timers", self.coordinator.run_timers)
+        await start_transactions(
+            self.transactions, sup, self.config, self.local_leader.expire_producers
+        )
         sup.every("usage records", self.config.usage_interval_s, self.usage.flush)
         sup.every("catalog refresh", self.config.heartbeat_s / 2, self._refresh)
         # Quotas another node changed apply here within a second or two.

@@ -40,6 +40,7 @@ from zonegate.broker.setting_types import (
     zone,
     zone_cidrs,
 )
+from zonegate.broker.txn_settings import TXN_SETTINGS
 from zonegate.runtime.units import at_least
 
 SETTINGS: tuple[Setting, ...] = (
@@ -423,6 +424,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     *QOS_SETTINGS,
     *RPC_TLS_SETTINGS,
+    *TXN_SETTINGS,  # the transaction coordinator: Kafka's own settings
 )
 
 CONFIG_HELP = (

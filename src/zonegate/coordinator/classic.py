@@ -180,18 +180,20 @@ class ClassicGroup:
         return ErrorCode.none
 
     def validate_commit(
-        self, member_id: str, instance_id: str | None, generation: int
+        self, member_id: str, instance_id: str | None, generation: int, transactional: bool = False
     ) -> ErrorCode:
-        """Kafka's rules: members commit in their generation; others only to an empty group."""
+        """Kafka's rules: members commit in their generation; others only to an empty group.
+        A transactional commit (TxnOffsetCommit) with no member may go to any group, and
+        the rebalance state does not matter to it (Kafka 4's validateOffsetCommit)."""
         if self.state is GroupState.DEAD:
             return ErrorCode.coordinator_not_available
         if generation >= 0 or member_id or instance_id is not None:
             error = self.check_member(member_id, instance_id, generation)
             if error is not ErrorCode.none:
                 return error
-        elif self.state is not GroupState.EMPTY:
+        elif self.state is not GroupState.EMPTY and not transactional:
             return ErrorCode.unknown_member_id
-        if self.state is GroupState.COMPLETING_REBALANCE:
+        if self.state is GroupState.COMPLETING_REBALANCE and not transactional:
             return ErrorCode.rebalance_in_progress
         return ErrorCode.none
 

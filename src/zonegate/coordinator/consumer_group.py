@@ -328,7 +328,11 @@ class ConsumerGroup:
 
     # -- offsets (KIP-848 rules for OffsetCommit v9 / OffsetFetch v9) ---------
     def validate_commit(
-        self, member_id: str, instance_id: str | None, member_epoch: int
+        self,
+        member_id: str,
+        instance_id: str | None,
+        member_epoch: int,
+        transactional: bool = False,  # the same checks (the caller maps a stale epoch)
     ) -> ErrorCode:
         if member_epoch < 0 and not self.members:
             return ErrorCode.none  # admin tools and standalone consumers on an empty group

@@ -35,7 +35,7 @@ from zonegate.coordinator.classic import (
 )
 from zonegate.coordinator.consumer_group import ConsumerGroup, ConsumerGroupSettings
 from zonegate.coordinator.describe import ClassicGroupDescription, describe_classic
-from zonegate.metastore.api import GroupStore
+from zonegate.metastore.api import GroupStore, PendingOffsetStore
 from zonegate.metastore.models import CommittedOffset, GroupRecord, TopicInfo
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock, wait_event
 from zonegate.runtime.principal import who
@@ -97,10 +97,14 @@ TopicLookup = Callable[[str], TopicInfo | None]
 GroupLoader = Callable[[str, GroupConfig, str, float], Group]
 
 
+class OffsetStore(GroupStore, PendingOffsetStore, Protocol):
+    """The groups' rows, and the offsets pending in transactions (TxnOffsetCommit)."""
+
+
 class GroupCoordinator:
     def __init__(
         self,
-        meta: GroupStore,
+        meta: OffsetStore,
         config: GroupConfig,
         topics: TopicLookup,
         clock: Clock = SYSTEM_CLOCK,
@@ -111,6 +115,7 @@ class GroupCoordinator:
         group_configs: Callable[[str], Mapping[str, str]] = lambda _: {},
     ) -> None:
         self.meta = meta
+        self.pending: PendingOffsetStore = meta
         self.clock = clock
         self.config = config
         self.topics = topics
@@ -333,6 +338,56 @@ class GroupCoordinator:
                 )
         if good:
             await self.meta.commit_offsets(group_id, good)
+        return errors
+
+    async def txn_commit_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        offsets_partition: int,
+        generation: int,
+        member_id: str,
+        instance_id: str | None,
+        offsets: Sequence[OffsetToCommit],
+    ) -> list[ErrorCode]:
+        """TxnOffsetCommit: the offsets pending under the producer's transaction (the
+        group's only once its marker commits them: PendingOffsetStore), checked as Kafka
+        4's validateTransactionalOffsetCommit checks them: an unknown group with a
+        generation below 0 becomes a simple group, with one ILLEGAL_GENERATION; a member's
+        stale epoch is ILLEGAL_GENERATION too. One error code per offset, in order."""
+        group = await self.get(group_id)
+        if group is None:
+            if generation >= 0:
+                return [ErrorCode.illegal_generation] * len(offsets)
+            group = ClassicGroup(group_id, self.config)
+            self.adopt(group)
+            await self.save(group)
+        check = getattr(group, "validate_commit", None)
+        error = (
+            check(member_id, instance_id, generation, transactional=True)
+            if check is not None
+            else ErrorCode.none
+        )
+        if error is ErrorCode.stale_member_epoch:
+            error = ErrorCode.illegal_generation
+        if error is not ErrorCode.none:
+            return [error] * len(offsets)
+        errors: list[ErrorCode] = []
+        good: list[CommittedOffset] = []
+        stamp = self.clock.wall_ms()
+        for o in offsets:
+            e = self._partition_error(o.topic, o.partition)
+            if e is ErrorCode.none and len((o.metadata or "").encode()) > OFFSET_METADATA_MAX_BYTES:
+                e = ErrorCode.offset_metadata_too_large
+            errors.append(e)
+            if e is ErrorCode.none:
+                good.append(
+                    CommittedOffset(
+                        o.topic, o.partition, o.offset, o.leader_epoch, o.metadata or "", stamp
+                    )
+                )
+        if good:
+            await self.pending.txn_commit_offsets(group_id, producer_id, offsets_partition, good)
         return errors
 
     async def fetch_offsets(

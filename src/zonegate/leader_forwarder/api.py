@@ -23,7 +23,12 @@ from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
+from zonegate.leader_forwarder.messages import (
+    ActiveProducer,
+    AppendBatch,
+    AppendResult,
+    ReadIndexResult,
+)
 from zonegate.storage.index import IndexEntry
 
 
@@ -41,7 +46,17 @@ class LeaderUnavailable(Exception):
 class Leader(Protocol):
     async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]: ...
 
-    async def read_index(self, stream_id: int, offset: int, max_bytes: int) -> ReadIndexResult: ...
+    async def read_index(
+        self, stream_id: int, offset: int, max_bytes: int, read_committed: bool = False
+    ) -> ReadIndexResult:
+        """Entries from the one holding `offset`; with `read_committed`, only those below
+        the last stable offset, and the aborted transactions of the range answered."""
+        ...
+
+    async def stable_offset(self, stream_id: int) -> int:
+        """The last stable offset: the first offset of the earliest open transaction, else
+        the high watermark (ListOffsets LATEST under read_committed)."""
+        ...
 
     async def offsets(self, stream_id: int) -> tuple[int, int, int]:
         """(log start offset, high watermark, leader epoch)."""
@@ -58,4 +73,8 @@ class Leader(Protocol):
     async def delete_records(self, stream_id: int, offset: int) -> tuple[ErrorCode, int]:
         """Moves the log start offset up to `offset` (-1: the high watermark); (error,
         log start offset after). OFFSET_OUT_OF_RANGE past the high watermark."""
+        ...
+
+    async def producers(self, stream_id: int) -> list[ActiveProducer]:
+        """The producers the partition's leader remembers (DescribeProducers)."""
         ...

@@ -40,7 +40,12 @@ from kio.schema.errors import ErrorCode
 
 from zonegate.kafka_errors import LEADER_MOVED, OUTCOME_UNKNOWN
 from zonegate.leader_forwarder.api import Leader, LeaderUnavailable
-from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
+from zonegate.leader_forwarder.messages import (
+    ActiveProducer,
+    AppendBatch,
+    AppendResult,
+    ReadIndexResult,
+)
 from zonegate.metastore.models import PartitionInfo
 from zonegate.runtime.clock import SYSTEM_CLOCK, Clock
 from zonegate.storage.index import IndexEntry, UnknownStream
@@ -224,8 +229,15 @@ class LeaderDirectory:
             delay = min(delay * 2, 0.5)
             await self._refresh()
 
-    async def read_index(self, stream_id: int, offset: int, max_bytes: int) -> ReadIndexResult:
-        return await self._read(stream_id, lambda ld: ld.read_index(stream_id, offset, max_bytes))
+    async def read_index(
+        self, stream_id: int, offset: int, max_bytes: int, read_committed: bool = False
+    ) -> ReadIndexResult:
+        return await self._read(
+            stream_id, lambda ld: ld.read_index(stream_id, offset, max_bytes, read_committed)
+        )
+
+    async def stable_offset(self, stream_id: int) -> int:
+        return await self._read(stream_id, lambda ld: ld.stable_offset(stream_id))
 
     async def offsets(self, stream_id: int) -> tuple[int, int, int]:
         return await self._read(stream_id, lambda ld: ld.offsets(stream_id))
@@ -243,3 +255,6 @@ class LeaderDirectory:
 
     async def delete_records(self, stream_id: int, offset: int) -> tuple[ErrorCode, int]:
         return await self._read(stream_id, lambda ld: ld.delete_records(stream_id, offset))
+
+    async def producers(self, stream_id: int) -> list[ActiveProducer]:
+        return await self._read(stream_id, lambda ld: ld.producers(stream_id))

@@ -27,7 +27,12 @@ import grpc
 from kio.schema.errors import ErrorCode
 
 from zonegate.leader_forwarder.api import LeaderUnavailable
-from zonegate.leader_forwarder.messages import AppendBatch, AppendResult, ReadIndexResult
+from zonegate.leader_forwarder.messages import (
+    ActiveProducer,
+    AppendBatch,
+    AppendResult,
+    ReadIndexResult,
+)
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
 from zonegate.leader_forwarder.proto import leader_pb2_grpc as pb_grpc
 from zonegate.leader_forwarder.rpc_tls import tls_failure
@@ -179,6 +184,11 @@ class RemoteLeader:
                     producer_id=b.producer_id,
                     producer_epoch=b.producer_epoch,
                     base_sequence=b.base_sequence,
+                    transactional=b.transactional,
+                    control=b.control,
+                    coordinator_epoch=b.coordinator_epoch,
+                    transactional_id=b.transactional_id,
+                    produce_version=b.produce_version,
                 )
             )
         request = pb.AppendRequest(object_keys=list(keys), batches=msgs, from_node=self._from_node)
@@ -206,9 +216,15 @@ class RemoteLeader:
             raise LeaderUnavailable(f"leader {self.target}: stream {request.stream_id} not led")
         return response
 
-    async def read_index(self, stream_id: int, offset: int, max_bytes: int) -> ReadIndexResult:
+    async def read_index(
+        self, stream_id: int, offset: int, max_bytes: int, read_committed: bool = False
+    ) -> ReadIndexResult:
         r = await self._read(
-            stream_id=stream_id, mode=pb.FROM_OFFSET, offset=offset, max_bytes=max_bytes
+            stream_id=stream_id,
+            mode=pb.FROM_OFFSET,
+            offset=offset,
+            max_bytes=max_bytes,
+            read_committed=read_committed,
         )
         return ReadIndexResult(
             ErrorCode(r.error_code),
@@ -216,7 +232,13 @@ class RemoteLeader:
             r.high_watermark,
             r.log_start_offset,
             r.leader_epoch,
+            r.last_stable_offset,
+            tuple((a.producer_id, a.first_offset) for a in r.aborted),
         )
+
+    async def stable_offset(self, stream_id: int) -> int:
+        r = await self._read(stream_id=stream_id, mode=pb.WATERMARKS)
+        return int(r.last_stable_offset)
 
     async def offsets(self, stream_id: int) -> tuple[int, int, int]:
         r = await self._read(stream_id=stream_id, mode=pb.WATERMARKS)
@@ -229,6 +251,20 @@ class RemoteLeader:
     async def max_timestamp_entry(self, stream_id: int) -> IndexEntry | None:
         r = await self._read(stream_id=stream_id, mode=pb.MAX_TIMESTAMP)
         return entry_from_pb(r.entries[0]) if r.entries else None
+
+    async def producers(self, stream_id: int) -> list[ActiveProducer]:
+        r = await self._read(stream_id=stream_id, mode=pb.PRODUCERS)
+        return [
+            ActiveProducer(
+                p.producer_id,
+                p.epoch,
+                p.last_sequence,
+                p.last_timestamp,
+                p.coordinator_epoch,
+                p.txn_start_offset,
+            )
+            for p in r.producers
+        ]
 
     async def delete_records(self, stream_id: int, offset: int) -> tuple[ErrorCode, int]:
         request = pb.DeleteRecordsRequest(
@@ -269,6 +305,26 @@ class RemoteLeader:
             # as opposed to reached and slow (DEADLINE_EXCEEDED) or failing.
             raise LeaderUnavailable(
                 f"coordinator {self.target}: {exc.code().name}",
+                unreachable=exc.code() == grpc.StatusCode.UNAVAILABLE,
+            ) from exc
+        self._count(request, response)
+        return bytes(response.payload)
+
+    async def txn_call(self, payload: bytes, *, timeout_s: float) -> bytes:
+        """Passes a transaction-coordinator call to the shard's owner; its answer's
+        payload. One attempt, raising LeaderUnavailable as `group_call` does: the caller
+        (services/txn_routing.py) decides whether another owner is coming."""
+        request = pb.TxnCallRequest(
+            from_node=self._from_node,
+            payload=payload,
+            principal=current_principal() or ANONYMOUS,
+        )
+        try:
+            response = await self._stub.TxnCall(request, timeout=timeout_s, metadata=self._metadata)
+        except grpc.aio.AioRpcError as exc:
+            self._tls_refusal(exc)
+            raise LeaderUnavailable(
+                f"transaction coordinator {self.target}: {exc.code().name}",
                 unreachable=exc.code() == grpc.StatusCode.UNAVAILABLE,
             ) from exc
         self._count(request, response)

@@ -1,4 +1,4 @@
-"""The leader's gRPC service: Append, ReadIndex and Watch over the local leader; GroupCall.
+"""The leader's gRPC service: Append, ReadIndex and Watch over the local leader; GroupCall, TxnCall.
 
 Only the cluster's own nodes may call it: every call carries the cluster's RPC
 token (a secret in the metadata store, so only what can read the store has
@@ -25,7 +25,13 @@ from kio.schema.errors import ErrorCode
 
 from zonegate.leader_forwarder.api import Leader, LeaderUnavailable
 from zonegate.leader_forwarder.grpc_client import TOKEN_HEADER
-from zonegate.leader_forwarder.messages import AppendBatch
+from zonegate.leader_forwarder.messages import (
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
+    CONTROL_NONE,
+    ActiveProducer,
+    AppendBatch,
+)
 from zonegate.leader_forwarder.proto import leader_pb2 as pb
 from zonegate.leader_forwarder.proto import leader_pb2_grpc as pb_grpc
 from zonegate.runtime.principal import ANONYMOUS, acting_for
@@ -60,12 +66,14 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         on_bytes: Any = None,
         group_call: GroupCallHandler | None = None,
         token: str = "",
+        txn_call: GroupCallHandler | None = None,
     ) -> None:
         self._leader = leader
         self._token = token.encode()
         self._refused_unauthenticated = 0
         self._last_unauthenticated_log = -1e9
         self._group_call = group_call
+        self._txn_call = txn_call
         # on_bytes(kind_of_call, peer_node, bytes_in, bytes_out) feeds usage accounting.
         self._on_bytes = on_bytes
 
@@ -95,12 +103,18 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         await self._admit(request, context)
         keys = list(request.object_keys)
         for b in request.batches:
-            if b.object_index >= len(keys) or b.length == 0 or b.record_count < 1:
+            if (
+                b.object_index >= len(keys)
+                or b.length == 0
+                or b.record_count < 1
+                or b.control not in (CONTROL_NONE, CONTROL_ABORT, CONTROL_COMMIT)
+            ):
                 await _refuse(
                     context,
                     request,
                     f"batch of stream {b.stream_id}: object index {b.object_index} of "
-                    f"{len(keys)}, length {b.length}, {b.record_count} records",
+                    f"{len(keys)}, length {b.length}, {b.record_count} records, "
+                    f"control {b.control}",
                 )
         batches = [
             AppendBatch(
@@ -114,6 +128,11 @@ class LeaderServicer(pb_grpc.LeaderServicer):
                 producer_id=b.producer_id,
                 producer_epoch=b.producer_epoch,
                 base_sequence=b.base_sequence,
+                transactional=b.transactional,
+                control=b.control,
+                coordinator_epoch=b.coordinator_epoch,
+                transactional_id=b.transactional_id,
+                produce_version=b.produce_version,
             )
             for b in request.batches
         ]
@@ -136,17 +155,24 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         leader = self._leader
         sid = request.stream_id
         entries: list[IndexEntry] = []
+        aborted: tuple[tuple[int, int], ...] = ()
+        producers: list[ActiveProducer] = []
         error = ErrorCode.none
         try:
             if request.mode == pb.FROM_OFFSET:
-                res = await leader.read_index(sid, request.offset, max(request.max_bytes, 1))
-                entries, error = list(res.entries), res.error
+                res = await leader.read_index(
+                    sid, request.offset, max(request.max_bytes, 1), request.read_committed
+                )
+                entries, error, aborted = list(res.entries), res.error, res.aborted
             elif request.mode == pb.FROM_TIMESTAMP:
                 entries = (await leader.entries_from_timestamp(sid, request.timestamp))[:64]
             elif request.mode == pb.MAX_TIMESTAMP:
                 best = await leader.max_timestamp_entry(sid)
                 entries = [best] if best is not None else []
+            elif request.mode == pb.PRODUCERS:
+                producers = await leader.producers(sid)
             start, hwm, epoch = await leader.offsets(sid)
+            stable = await leader.stable_offset(sid)
         except (UnknownStream, LeaderUnavailable) as exc:
             # Deleted meanwhile; or not led here (moved, or not yet known here to have
             # moved here): the caller refreshes its view and asks again.
@@ -166,6 +192,19 @@ class LeaderServicer(pb_grpc.LeaderServicer):
             high_watermark=hwm,
             log_start_offset=start,
             leader_epoch=epoch,
+            last_stable_offset=stable,
+            aborted=[pb.AbortedRange(producer_id=p, first_offset=f) for p, f in aborted],
+            producers=[
+                pb.ProducerState(
+                    producer_id=p.producer_id,
+                    epoch=p.epoch,
+                    last_sequence=p.last_sequence,
+                    last_timestamp=p.last_timestamp,
+                    coordinator_epoch=p.coordinator_epoch,
+                    txn_start_offset=p.txn_start_offset,
+                )
+                for p in producers
+            ],
         )
         self._count(request, response, request.from_node)
         return response
@@ -183,20 +222,32 @@ class LeaderServicer(pb_grpc.LeaderServicer):
         return response
 
     async def GroupCall(self, request: Any, context: Any) -> Any:  # noqa: N802
-        await self._admit(request, context)
-        if self._group_call is None:
-            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "no group coordinator here")
-        assert self._group_call is not None
-        try:
-            # Served for the client the calling node already checked: no check here.
-            with acting_for(request.principal or ANONYMOUS):
-                payload = await self._group_call(bytes(request.payload))
-        except ValueError as exc:  # a call no node would make (group_wire.BadPayload)
-            await _refuse(context, request, str(exc))
-            raise AssertionError("unreachable") from None
+        payload = await self._serve_call(request, context, self._group_call, "group")
         response = pb.GroupCallResponse(payload=payload)
         self._count(request, response, request.from_node)
         return response
+
+    async def TxnCall(self, request: Any, context: Any) -> Any:  # noqa: N802
+        payload = await self._serve_call(request, context, self._txn_call, "transaction")
+        response = pb.TxnCallResponse(payload=payload)
+        self._count(request, response, request.from_node)
+        return response
+
+    async def _serve_call(
+        self, request: Any, context: Any, serve: GroupCallHandler | None, role: str
+    ) -> bytes:
+        """A coordinator call passed on by another node, served by this node's `role`."""
+        await self._admit(request, context)
+        if serve is None:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, f"no {role} coordinator here")
+        assert serve is not None
+        try:
+            # Served for the client the calling node already checked: no check here.
+            with acting_for(request.principal or ANONYMOUS):
+                return await serve(bytes(request.payload))
+        except ValueError as exc:  # a call no node would make (group_wire.BadPayload)
+            await _refuse(context, request, str(exc))
+            raise AssertionError("unreachable") from None
 
     async def Watch(self, request: Any, context: Any) -> AsyncIterator[Any]:  # noqa: N802
         await self._admit(request, context)
@@ -286,6 +337,7 @@ def _add_servicer(servicer: LeaderServicer, server: grpc.aio.Server) -> None:
             pb.GroupCallRequest,
             pb.GroupCallResponse,
         ),
+        ("TxnCall", grpc.unary_unary_rpc_method_handler, pb.TxnCallRequest, pb.TxnCallResponse),
     ]
     handlers = {
         name: factory(
@@ -330,13 +382,14 @@ async def start_leader_server(
     group_call: GroupCallHandler | None = None,
     token: str = "",
     credentials: grpc.ServerCredentials | None = None,
+    txn_call: GroupCallHandler | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """The leader's server on host:port (0: any free port); `credentials`: mutual TLS
     (rpc_tls.RpcTls.server_credentials), None: plaintext. The server and its port."""
     server = grpc.aio.server(
         options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)],
     )
-    _add_servicer(LeaderServicer(leader, on_bytes, group_call, token), server)
+    _add_servicer(LeaderServicer(leader, on_bytes, group_call, token, txn_call), server)
     if credentials is not None:
         bound = server.add_secure_port(f"{host}:{port}", credentials)
     else:

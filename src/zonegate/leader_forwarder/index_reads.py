@@ -38,13 +38,21 @@ class IndexReads:
         self._partitions = partitions
         self._meta = metastore
 
-    async def read_index(self, stream_id: int, offset: int, max_bytes: int) -> ReadIndexResult:
+    async def read_index(
+        self, stream_id: int, offset: int, max_bytes: int, read_committed: bool = False
+    ) -> ReadIndexResult:
         """Index entries from the one holding `offset`, up to `max_bytes` (at least one):
-        from the tail in memory, or from the store below it."""
+        from the tail in memory, or from the store below it. With `read_committed`, only
+        the entries below the last stable offset (a transaction's first batch starts the
+        unstable range, so none straddles it) and the aborted transactions of the range
+        answered (Kafka's collectAbortedTxns)."""
         p = await self._partitions.led(stream_id)
         hwm, start = p.high_watermark, p.log_start_offset
+        lso = p.txns.last_stable_offset(hwm)
         if offset < start or offset > hwm:
-            return ReadIndexResult(ErrorCode.offset_out_of_range, (), hwm, start, p.leader_epoch)
+            return ReadIndexResult(
+                ErrorCode.offset_out_of_range, (), hwm, start, p.leader_epoch, lso
+            )
         tail_first = p.tail.first_offset
         if tail_first is not None and offset >= tail_first:
             out = p.tail.from_offset(offset, max_bytes)
@@ -58,7 +66,23 @@ class IndexReads:
             out = _up_to(rows, max_bytes)
             if not out and tail_first is not None:
                 out = p.tail.from_offset(offset, max_bytes)
-        return ReadIndexResult(ErrorCode.none, tuple(out), hwm, start, p.leader_epoch)
+        if not read_committed:
+            return ReadIndexResult(ErrorCode.none, tuple(out), hwm, start, p.leader_epoch, lso)
+        spans = [(e.base_offset, e.last_offset) for e in out]
+        keep, lso, aborted = p.txns.read_committed(spans, offset, hwm)
+        return ReadIndexResult(
+            ErrorCode.none,
+            tuple(out[:keep]),
+            hwm,
+            start,
+            p.leader_epoch,
+            lso,
+            tuple((a.producer_id, a.first_offset) for a in aborted),
+        )
+
+    async def stable_offset(self, stream_id: int) -> int:
+        p = await self._partitions.led(stream_id)
+        return p.txns.last_stable_offset(p.high_watermark)
 
     async def offsets(self, stream_id: int) -> tuple[int, int, int]:
         """(log start offset, high watermark, leader epoch)."""

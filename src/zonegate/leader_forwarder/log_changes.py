@@ -25,8 +25,22 @@ from zonegate.runtime.principal import who
 from zonegate.storage.index import IndexEntry, LeaderEpochFenced, StreamStore, UnknownStream
 from zonegate.storage.segments import Segment
 from zonegate.storage.stream_objects import stream_object_offsets
+from zonegate.transactions.partition_txns import AbortedTxn
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CleaningView:
+    """What key-based cleaning (storage/cleaner.py) decides on."""
+
+    leader_epoch: int
+    high_watermark: int
+    stable_offset: int  # the LSO: nothing at or above it is cleaned
+    entries: list[IndexEntry]  # every entry from the log start
+    last_data: dict[int, int]  # producer id -> the last offset of its data it holds
+    marker_epochs: dict[int, int]  # producer id -> epoch, for those with no data batch kept
+    aborted: tuple[AbortedTxn, ...]  # the aborted-transaction index from the log start
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +120,8 @@ class LogChanges:
         if self._partitions.cached(p.stream_id) is p:
             p.log_start_offset = max(p.log_start_offset, start)
             p.tail.drop_before(p.log_start_offset)
+            # The store dropped the aborted-index rows wholly below it in the same commit.
+            p.txns.drop_aborted_below(p.log_start_offset)
             partial = p.summary.drop_before(p.log_start_offset)
             if partial is not None:
                 # The start moved inside a segment: what is left of it, from the store.
@@ -164,12 +180,18 @@ class LogChanges:
         leader_epoch: int,
         old: Sequence[IndexEntry],
         new: Sequence[IndexEntry],
+        *,
+        drop_aborted: Sequence[AbortedTxn] = (),
     ) -> bool:
         """Replaces entries `old` (a prefix of the tail) with `new` (their rewrite) in the
         store, fenced by `leader_epoch`, then in memory; False when the store refused
-        (a part of `old` went meanwhile, or the epoch moved)."""
+        (a part of `old` went meanwhile, or the epoch moved). `drop_aborted`: aborted
+        transactions cleaning left no record of, out of the index in the same commit."""
+        markers = [a.last_offset for a in drop_aborted]
         try:
-            done = await self._meta.replace_entries(stream_id, leader_epoch, old, new)
+            done = await self._meta.replace_entries(
+                stream_id, leader_epoch, old, new, drop_aborted=markers
+            )
         except LeaderEpochFenced:
             self._partitions.forget([stream_id])
             return False
@@ -180,15 +202,20 @@ class LogChanges:
         if done and p is not None and p.leader_epoch == leader_epoch:
             p.tail.drop_before(old[-1].last_offset + 1)
             p.summary.replace(old, new)  # cleaning shrinks what it rewrites
+            p.txns.drop_aborted(markers)
         return done
 
-    async def cleaning_view(
-        self, stream_id: int
-    ) -> tuple[int, int, list[IndexEntry], dict[int, int]]:
-        """What key-based cleaning (storage/cleaner.py) decides on: (leader epoch, high
-        watermark, every entry from the log start, the last offset of each producer the
-        partition keeps state for)."""
+    async def cleaning_view(self, stream_id: int) -> CleaningView:
         p = await self._partitions.get(stream_id)
-        last = {pid: e.batches[-1].last_offset for pid, e in p.producers.items() if e.batches}
+        last_data = {pid: e.batches[-1].last_offset for pid, e in p.producers.items() if e.batches}
+        epochs = {pid: e.epoch for pid, e in p.producers.items() if not e.batches}
         entries = await self._meta.read_entries(stream_id, p.log_start_offset, limit=1 << 30)
-        return p.leader_epoch, p.high_watermark, entries, last
+        return CleaningView(
+            p.leader_epoch,
+            p.high_watermark,
+            p.txns.last_stable_offset(p.high_watermark),
+            entries,
+            last_data,
+            epochs,
+            tuple(p.txns.aborted),
+        )

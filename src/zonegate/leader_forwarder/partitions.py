@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from zonegate.leader_forwarder.api import LeaderUnavailable
 from zonegate.storage.index import ProducerEntry, StreamIndex, StreamStore
 from zonegate.storage.segments import SegmentSummary
 from zonegate.storage.stream_objects import is_stream_key
+from zonegate.transactions.partition_txns import AbortedTxn, PartitionTxns, ProducerTxn
 
 # Kafka's defaults of segment.ms and segment.bytes, for a leader told no topic's.
 KAFKA_SEGMENTING = (604_800_000, 1_073_741_824)
@@ -53,6 +54,9 @@ class PartitionState:
     producers: dict[int, ProducerEntry]
     summary: SegmentSummary
     tail: StreamIndex
+    # Transactions (transactions/partition_txns.py): producers' open transactions and
+    # markers' coordinator epochs, and the aborted-transaction index.
+    txns: PartitionTxns = field(default_factory=PartitionTxns)
     # Made when someone waits (a long-polling fetch, a Watch), not per partition held
     # nor per move of its high watermark: a node leading 100,000 partitions, few of
     # them read at the tail, keeps few.
@@ -97,6 +101,35 @@ class PartitionStates:
         """The partition's state if loaded (a commit's outcome applies only to it)."""
         return self._states.get(stream_id)
 
+    def lso_lags(self) -> dict[int, int]:
+        """Per partition held with a transaction open: high watermark - last stable offset
+        (how far read_committed consumers are held back)."""
+        return {
+            sid: p.high_watermark - p.txns.last_stable_offset(p.high_watermark)
+            for sid, p in list(self._states.items())
+            if p.txns.first_unstable_offset() is not None
+        }
+
+    def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """Forgets the producers idle `expiration_ms` (the leader's clock at their last
+        append) with no transaction open, in every partition held but those being
+        committed (Kafka's removeExpiredProducers); how many were forgotten. Their rows
+        stay in the store, so a new leader loads them again and counts them from then."""
+        dropped = 0
+        for sid, p in list(self._states.items()):
+            if sid in self._committing:
+                continue
+            p.txns.expire(now_ms, expiration_ms)
+            kept: dict[int, ProducerEntry] = {}
+            for pid, e in p.producers.items():
+                if e.last_ms < 0:  # loaded: unknown, counted from now
+                    kept[pid] = replace(e, last_ms=now_ms)
+                elif now_ms - e.last_ms < expiration_ms or pid in p.txns.producers:
+                    kept[pid] = e
+            dropped += len(p.producers) - len(kept)
+            p.producers = kept
+        return dropped
+
     def stored_bytes(self) -> int:
         """Bytes of stored batches of the partitions held."""
         return sum(p.summary.total_bytes for p in self._states.values())
@@ -136,6 +169,7 @@ class PartitionStates:
                 producers=dict(state.producers),
                 summary=SegmentSummary.of(entries, *self.segmenting(stream_id)),
                 tail=StreamIndex(entries[in_streams:]),
+                txns=_txns(state.producers.values(), state.aborted),
             )
             self._states[stream_id] = p
             fut.set_result(p)
@@ -199,3 +233,17 @@ class PartitionStates:
         self._committing = set()
         if self._committed is not None and not self._committed.done():
             self._committed.set_result(None)
+
+
+def _txns(producers: Iterable[ProducerEntry], aborted: Iterable[AbortedTxn]) -> PartitionTxns:
+    """The transaction state a commit left: producers that ever saw a marker here or
+    have a transaction open here (the others are idempotent producers only), and the
+    aborted index from the log start on."""
+    return PartitionTxns.load(
+        (
+            ProducerTxn(e.producer_id, e.epoch, e.coordinator_epoch, e.txn_first_offset)
+            for e in producers
+            if e.coordinator_epoch != -1 or e.txn_first_offset is not None
+        ),
+        aborted,
+    )

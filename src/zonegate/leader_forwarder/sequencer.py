@@ -7,6 +7,12 @@ index entries of all partitions of the cycle in one metadata-store transaction
 fenced by leader epoch. Only then does the high watermark move and do the
 callers get their offsets. While one cycle commits, the next fills: the group
 commit is the natural batching, with no timer.
+
+Transaction markers (control batches the transaction coordinator writes through the
+write path, docs/transactions.md) are checked in the same cycle against the partition's
+transaction rules (`TxnCycle`): an older producer epoch or coordinator epoch is refused,
+an abort of a transaction open here adds an aborted-index entry, and the producer's
+coordinator epoch and open transaction ride in its producer row, written whole.
 """
 
 from __future__ import annotations
@@ -14,13 +20,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kio.schema.errors import ErrorCode
 
 from zonegate.kafka_errors import OUTCOME_UNKNOWN
-from zonegate.leader_forwarder.messages import ANY_EPOCH, AppendBatch, AppendResult
-from zonegate.leader_forwarder.partitions import PartitionStates
+from zonegate.leader_forwarder.messages import (
+    ANY_EPOCH,
+    CONTROL_COMMIT,
+    CONTROL_NONE,
+    AppendBatch,
+    AppendResult,
+)
+from zonegate.leader_forwarder.partitions import PartitionState, PartitionStates
+from zonegate.leader_forwarder.txn_verify import TxnVerifier
 from zonegate.metastore.models import MetaStoreUnavailable
 from zonegate.runtime.clock import Clock
 from zonegate.storage.index import (
@@ -31,12 +44,16 @@ from zonegate.storage.index import (
     StreamStore,
     UnknownStream,
 )
+from zonegate.transactions.partition_txns import TxnCycle
 
 log = logging.getLogger(__name__)
 _SEQ_MOD = 1 << 31
 _PRODUCER_BATCHES_KEPT = 5
 
-_Cycle = list[tuple[Sequence[AppendBatch], asyncio.Future[list[AppendResult]]]]
+# Per append: its batches; the guards of their verifications and the errors of those the
+# transaction coordinator refused, by the batch's index (txn_verify.py); its answer.
+_Checked = tuple[dict[int, tuple[int, PartitionState]], dict[int, ErrorCode]]
+_Cycle = list[tuple[Sequence[AppendBatch], _Checked, asyncio.Future[list[AppendResult]]]]
 
 
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
@@ -48,8 +65,25 @@ class _Tentative:
     """A partition's state as the current cycle would leave it, applied only after commit."""
 
     next_offset: int
+    txns: TxnCycle
     producers: dict[int, ProducerEntry] = field(default_factory=dict)
     entries: list[IndexEntry] = field(default_factory=list)
+
+    def producer_rows(self, p: PartitionState) -> tuple[ProducerEntry, ...]:
+        """The producers' rows as the cycle leaves them, written whole: each carries its
+        coordinator epoch and open transaction forward (a row without them would reset
+        them at the next commit)."""
+        rows = []
+        for e in self.producers.values():
+            txn = self.txns.producers.get(e.producer_id) or p.txns.producers.get(e.producer_id)
+            if txn is not None:
+                e = replace(
+                    e,
+                    coordinator_epoch=txn.coordinator_epoch,
+                    txn_first_offset=txn.txn_first_offset,
+                )
+            rows.append(e)
+        return tuple(rows)
 
 
 class Sequencer:
@@ -64,6 +98,9 @@ class Sequencer:
         # Partitions' commits refused by the store because their leader epoch moved (a
         # move, a cut-off zone's leader deposed: docs/leader-protocol.md).
         self.fenced_commits = 0
+        # KIP-890's verification of transactions' first batches; with no coordinators
+        # (until the node wires them) such a batch is refused.
+        self.verifier = TxnVerifier(partitions, None, lambda stream_id: None)
 
     async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]:
         """Each batch's offset or error. With the metadata store out of reach, batches
@@ -109,8 +146,9 @@ class Sequencer:
                 else next(answers)
                 for b in batches
             ]
+        checked = await self.verifier.verify(batches, self._clock.wall_ms())
         fut: asyncio.Future[list[AppendResult]] = asyncio.get_running_loop().create_future()
-        self._queue.append((batches, fut))
+        self._queue.append((batches, checked, fut))
         if self._committer is None or self._committer.done():
             self._committer = asyncio.get_running_loop().create_task(self._commit_loop())
         return await fut
@@ -118,7 +156,9 @@ class Sequencer:
     async def _commit_loop(self) -> None:
         while self._queue:
             cycle, self._queue = self._queue, []
-            self._partitions.commit_started({b.stream_id for batches, _ in cycle for b in batches})
+            self._partitions.commit_started(
+                {b.stream_id for batches, _, _ in cycle for b in batches}
+            )
             try:
                 await self._commit_cycle(cycle)
             except Exception as exc:
@@ -132,7 +172,7 @@ class Sequencer:
                 # and answer REQUEST_TIMED_OUT, the outcome unknown, not an error that
                 # says nothing was written (directory.py).
                 self._partitions.forget(self._partitions.committing)
-                for batches, fut in cycle:
+                for batches, _, fut in cycle:
                     if not fut.done():
                         fut.set_result([AppendResult(OUTCOME_UNKNOWN)] * len(batches))
             finally:
@@ -142,8 +182,15 @@ class Sequencer:
         tentative: dict[int, _Tentative] = {}
         results: list[list[AppendResult]] = []
         now = self._clock.wall_ms()  # every entry of the cycle is appended at once
-        for batches, _ in cycle:
-            results.append([self._sequence(b, tentative, now) for b in batches])
+        for batches, (guards, refused), _ in cycle:
+            results.append(
+                [
+                    AppendResult(refused[i])
+                    if i in refused
+                    else self._sequence(b, tentative, now, guards.get(i))
+                    for i, b in enumerate(batches)
+                ]
+            )
         commits = []
         for sid, t in tentative.items():
             if not t.entries:
@@ -156,7 +203,8 @@ class Sequencer:
                     leader_epoch=p.leader_epoch,
                     next_offset=t.next_offset,
                     entries=tuple(t.entries),
-                    producers=tuple(t.producers.values()),
+                    producers=t.producer_rows(p),
+                    aborted=tuple(t.txns.aborted),
                 )
             )
         fenced = await self._meta.commit_appends(commits) if commits else set()
@@ -173,6 +221,7 @@ class Sequencer:
                 continue
             t = tentative[c.stream_id]
             q.producers.update(t.producers)
+            q.txns.apply(t.txns)
             q.summary.configure(*self._partitions.segmenting(c.stream_id))
             q.summary.extend(t.entries)
             q.tail.extend(t.entries)
@@ -182,7 +231,7 @@ class Sequencer:
             self.fenced_commits += len(fenced)
             log.warning("appends to streams %s fenced: leader epoch moved", sorted(fenced))
             self._partitions.forget(fenced)
-        for (batches, fut), res in zip(cycle, results, strict=True):
+        for (batches, _, fut), res in zip(cycle, results, strict=True):
             if fut.done():
                 continue
             fut.set_result(
@@ -192,10 +241,19 @@ class Sequencer:
                 ]
             )
 
-    def _sequence(self, b: AppendBatch, tentative: dict[int, _Tentative], now: int) -> AppendResult:
+    def _sequence(
+        self,
+        b: AppendBatch,
+        tentative: dict[int, _Tentative],
+        now: int,
+        verified: tuple[int, PartitionState] | None,
+    ) -> AppendResult:
         p = self._partitions.cached(b.stream_id)
-        if p is None:
+        if p is None or (verified is not None and verified[1] is not p):
+            # Dropped, or reloaded since its verification began (the guard went with the
+            # old state): retriable, the producer sends it again and it is asked again.
             return AppendResult(ErrorCode.not_leader_or_follower)
+        guard = None if verified is None else verified[0]
         if b.leader_epoch != ANY_EPOCH and b.leader_epoch != p.leader_epoch:
             code = (
                 ErrorCode.fenced_leader_epoch
@@ -205,7 +263,9 @@ class Sequencer:
             return AppendResult(code)
         t = tentative.get(b.stream_id)
         if t is None:
-            t = tentative[b.stream_id] = _Tentative(next_offset=p.high_watermark)
+            t = tentative[b.stream_id] = _Tentative(p.high_watermark, p.txns.cycle())
+        if b.control != CONTROL_NONE:
+            return self._marker(b, p, t, now)
         last_seq = -1
         prior: tuple[ProducerBatch, ...] = ()
         batch_last = (b.base_sequence + b.record_count - 1) % _SEQ_MOD
@@ -226,6 +286,19 @@ class Sequencer:
                 elif b.base_sequence != 0:
                     return AppendResult(ErrorCode.out_of_order_sequence_number)
         base = t.next_offset
+        if b.producer_id >= 0 and (
+            b.transactional
+            or b.producer_id in t.txns.producers
+            or b.producer_id in p.txns.producers
+        ):
+            # The transaction rules: a plain batch in the middle of its producer's open
+            # transaction is refused, and a transactional one that would open a
+            # transaction here is taken only with its verification's guard (KIP-890).
+            error = t.txns.data_batch(
+                b.producer_id, b.producer_epoch, b.base_sequence, b.transactional, base, now, guard
+            )
+            if error != ErrorCode.none:
+                return AppendResult(error)
         last = base + b.record_count - 1
         t.next_offset = last + 1
         t.entries.append(
@@ -235,5 +308,36 @@ class Sequencer:
             kept = prior[-(_PRODUCER_BATCHES_KEPT - 1) :] + (
                 ProducerBatch(b.base_sequence, batch_last, base, last),
             )
-            t.producers[b.producer_id] = ProducerEntry(b.producer_id, b.producer_epoch, kept)
+            t.producers[b.producer_id] = ProducerEntry(
+                b.producer_id, b.producer_epoch, kept, last_timestamp=b.max_timestamp, last_ms=now
+            )
+        return AppendResult(ErrorCode.none, base, p.log_start_offset)
+
+    def _marker(self, b: AppendBatch, p: PartitionState, t: _Tentative, now: int) -> AppendResult:
+        """A commit or abort marker: checked against the producer's epoch (its idempotent
+        state's and its transaction state's) and the coordinator epoch, then indexed as a
+        one-record batch. A marker of a newer producer epoch (TV2's bump at EndTxn)
+        starts the producer's sequences over, as Kafka's producer state does."""
+        entry = t.producers.get(b.producer_id) or p.producers.get(b.producer_id)
+        if entry is not None and b.producer_epoch < entry.epoch:
+            return AppendResult(ErrorCode.invalid_producer_epoch)
+        base = t.next_offset
+        done = t.txns.marker(
+            b.producer_id,
+            b.producer_epoch,
+            b.coordinator_epoch,
+            b.control == CONTROL_COMMIT,
+            base,
+            now,
+        )
+        if done.error != ErrorCode.none:
+            return AppendResult(done.error)
+        t.next_offset = base + 1
+        t.entries.append(
+            IndexEntry(base, base, b.object_key, b.position, b.length, b.max_timestamp, now)
+        )
+        kept = entry.batches if entry is not None and entry.epoch == b.producer_epoch else ()
+        t.producers[b.producer_id] = ProducerEntry(
+            b.producer_id, b.producer_epoch, kept, last_timestamp=b.max_timestamp, last_ms=now
+        )
         return AppendResult(ErrorCode.none, base, p.log_start_offset)

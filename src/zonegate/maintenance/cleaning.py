@@ -12,11 +12,19 @@ the leader epoch (`LogChanges.swap`, crash points `compaction:after-swap`
 and `cleaning:after-swap`). A refused swap deletes the objects at once; the
 ones replaced go by object GC. Reads, builds and PUTs go through the
 compaction I/O class, the CPU work to a thread.
+
+Transactional data keeps Kafka's rules (storage/txn_cleaning.py): the round
+ends below the last stable offset, the partition's aborted-transaction index
+tells which batches are aborted (they go; their markers later, after the
+delete horizon), one transaction state is carried across the groups of the
+round, and the index entries of aborted transactions left with no record go
+out of `aborted_txns` in the swap's own transaction.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -34,6 +42,7 @@ from zonegate.storage.cleaner import (
 )
 from zonegate.storage.index import IndexEntry
 from zonegate.storage.objects import ObjectStore
+from zonegate.storage.txn_cleaning import CleanedTransactions
 
 log = logging.getLogger(__name__)
 
@@ -60,18 +69,28 @@ async def clean_partition(
     totals: CleaningTotals,
 ) -> bool:
     """Cleans the partition if it is due; whether it swapped cleaned objects in."""
-    epoch, high_watermark, entries, producers = await changes.cleaning_view(stream_id)
+    view = await changes.cleaning_view(stream_id)
+    epoch = view.leader_epoch
     now = clock.wall_ms()
-    plan = plan_cleaning(entries, config, now, stable_offset=high_watermark)
+    plan = plan_cleaning(view.entries, config, now, stable_offset=view.stable_offset)
     if plan is None or not plan.due:
         return False
     dirty = list(plan.dirty)
     blobs = await read(dirty)
     offsets = await asyncio.to_thread(
-        build_offset_map, list(zip(dirty, blobs, strict=True)), plan, config.max_message_bytes
+        functools.partial(
+            build_offset_map,
+            list(zip(dirty, blobs, strict=True)),
+            plan,
+            config.max_message_bytes,
+            aborted=view.aborted,
+        )
     )
     del blobs
     old = plan.entries(offsets.end)
+    if not old:
+        return False
+    txns = CleanedTransactions(view.aborted)
     stats = CleanerStats()
     new: list[IndexEntry] = []
     keys: list[str] = []
@@ -79,7 +98,17 @@ async def clean_partition(
         for group in _groups(old, object_bytes):
             parts = list(zip(group, await read(group), strict=True))
             cleaned = await asyncio.to_thread(
-                clean, parts, offsets, config, now, active_producers=producers, stats=stats
+                functools.partial(
+                    clean,
+                    parts,
+                    offsets,
+                    config,
+                    now,
+                    active_producers=view.last_data,
+                    marker_producers=view.marker_epochs,
+                    txns=txns,
+                    stats=stats,
+                )
             )
             del parts
             objects = await asyncio.to_thread(
@@ -102,7 +131,8 @@ async def clean_partition(
             await asyncio.shield(store.delete_many(keys))
         raise
     crash_point("cleaning:after-upload")
-    swapped = await changes.swap(stream_id, epoch, old, new)
+    dropped = txns.dropped(offsets.end)
+    swapped = await changes.swap(stream_id, epoch, old, new, drop_aborted=dropped)
     totals.bytes_read += stats.bytes_read
     totals.records_read += stats.records_read
     totals.records_kept += stats.records_kept
@@ -114,14 +144,18 @@ async def clean_partition(
     crash_point("cleaning:after-swap")
     totals.cleanings += 1
     log.info(
-        "stream %d cleaned offsets %d-%d: %d of %d records kept, %d entries into %d",
+        "stream %d cleaned offsets %d-%d: %d of %d records kept, %d entries into %d; "
+        "%d aborted records and %d markers dropped, %d aborted transactions unindexed",
         stream_id,
-        old[0].base_offset if old else -1,
+        old[0].base_offset,
         offsets.end - 1,
         stats.records_kept,
         stats.records_read,
         len(old),
         len(new),
+        stats.aborted_dropped,
+        stats.markers_dropped,
+        len(dropped),
     )
     return True
 

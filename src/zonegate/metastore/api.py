@@ -11,6 +11,9 @@
 - `QuotaStore`: Kafka's client quotas (AlterClientQuotas), by entity.
 - `ScramStore`: users' SCRAM credentials (AlterUserScramCredentials), salted.
 - `AclStore`: Kafka's ACLs (CreateAcls, DeleteAcls), and a version that moves with them.
+- `TransactionStore`: transaction coordinator shards (owner, epoch) and each
+  transactional id's state, written fenced by its shard's epoch (docs/transactions.md).
+- `PendingOffsetStore`: offsets committed in a transaction, pending until it ends.
 
 Each user names only the protocol it needs; a backend implements all of them
 (`MetaStore`), and every backend runs the same contract suite
@@ -30,9 +33,11 @@ from zonegate.metastore.models import (
     NodeRecord,
     QuotaEntity,
     ScramRecord,
+    ShardOwner,
     TopicInfo,
 )
 from zonegate.storage.index import GcStore, StreamStore
+from zonegate.transactions.metadata import TransactionMetadata, TxnTransit
 
 
 class ClusterStore(Protocol):
@@ -121,6 +126,11 @@ class ProducerIds(Protocol):
         """A producer id never handed out before, cluster-wide."""
         ...
 
+    async def allocate_producer_ids(self, count: int) -> int:
+        """The first of `count` consecutive producer ids never handed out before (a
+        coordinator's block, as Kafka's ProducerIdManager takes them)."""
+        ...
+
 
 class GroupStore(Protocol):
     async def load_group(self, group_id: str) -> GroupRecord | None: ...
@@ -187,6 +197,68 @@ class AclStore(Protocol):
         ...
 
 
+class TransactionStore(Protocol):
+    async def txn_shards(self) -> list[ShardOwner]:
+        """Every shard ever taken, by shard: its owner and coordinator epoch."""
+        ...
+
+    async def shard_epoch(self, shard: int) -> int:
+        """The shard's coordinator epoch now (0: never taken)."""
+        ...
+
+    async def take_shard(self, shard: int, node_id: int, incarnation: int, seen_epoch: int) -> int:
+        """Takes `shard` over for the node: its epoch goes from `seen_epoch` (0: never
+        taken) to the next, which is returned; ShardFenced (and nothing written) if the
+        epoch is no longer `seen_epoch` (another node took it meanwhile)."""
+        ...
+
+    async def load_shard(self, shard: int) -> list[TransactionMetadata]:
+        """Every transactional id of the shard, as last written, by id."""
+        ...
+
+    async def write_txn(
+        self, shard: int, epoch: int, transactional_id: str, transit: TxnTransit
+    ) -> None:
+        """Writes the id's new state; ShardFenced (nothing written) unless the shard is at
+        `epoch`."""
+        ...
+
+    async def delete_txn(self, shard: int, epoch: int, transactional_id: str) -> None:
+        """Forgets an expired id; ShardFenced (nothing deleted) unless the shard is at
+        `epoch`."""
+        ...
+
+
+class PendingOffsetStore(Protocol):
+    """Offsets committed in a transaction (TxnOffsetCommit), the group's only once the
+    transaction commits (transactions/pending_offsets.py is the rule). Every offset
+    commit, plain (`GroupStore.commit_offsets`) or transactional, takes its place in one
+    order, and a transaction's commit keeps whichever of the two came later."""
+
+    async def txn_commit_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        offsets_partition: int,
+        offsets: Sequence[CommittedOffset],
+    ) -> None:
+        """Pending under the producer; a later one of the same partition replaces it."""
+        ...
+
+    async def complete_txn_offsets(
+        self, offsets_partition: int, producer_id: int, commit: bool
+    ) -> None:
+        """The marker at one `__consumer_offsets` partition: the producer's pending offsets
+        of its groups become committed (unless a later plain commit is there) or are
+        dropped. Idempotent: a retried marker finds nothing left."""
+        ...
+
+    async def pending_offsets(self, group_id: str) -> list[tuple[str, int]]:
+        """The group's partitions with an offset pending in some transaction (OffsetFetch's
+        `require_stable` answers UNSTABLE_OFFSET_COMMIT for them), by topic, partition."""
+        ...
+
+
 class MetaStore(
     ClusterStore,
     StreamStore,
@@ -196,6 +268,8 @@ class MetaStore(
     QuotaStore,
     ScramStore,
     AclStore,
+    TransactionStore,
+    PendingOffsetStore,
     Protocol,
 ):
     """All of a backend's concerns, and its one connection to close."""

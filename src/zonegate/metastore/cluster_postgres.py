@@ -100,6 +100,7 @@ class ClusterTables(PostgresTables):
             sids = [p.stream_id for p in info.partitions]
             await db.execute("DELETE FROM stream_index WHERE stream_id = ANY($1)", sids)
             await db.execute("DELETE FROM producer_state WHERE stream_id = ANY($1)", sids)
+            await db.execute("DELETE FROM aborted_txns WHERE stream_id = ANY($1)", sids)
             await db.execute("DELETE FROM leader_epochs WHERE stream_id = ANY($1)", sids)
             await _lock_partitions(db, sids)
             await db.execute(
@@ -109,6 +110,7 @@ class ClusterTables(PostgresTables):
             # As Kafka does: groups' committed offsets of a deleted topic go with it, so a
             # topic created again under the name starts with no stale positions.
             await db.execute("DELETE FROM group_offsets WHERE topic = $1", name)
+            await db.execute("DELETE FROM txn_pending_offsets WHERE topic = $1", name)
             await _bump_version(db)
             return info
 
@@ -357,6 +359,18 @@ class ClusterTables(PostgresTables):
                 "ON CONFLICT (name) DO UPDATE SET value = counters.value + 1 RETURNING value"
             )
             return value
+
+        return await self._tx(fn)
+
+    async def allocate_producer_ids(self, count: int) -> int:
+        async def fn(db: Db) -> int:
+            # The counter holds the last id handed out (cluster_sqlite.py).
+            value: int = await db.fetchval(
+                "INSERT INTO counters (name, value) VALUES ('producer_id', 999 + $1) "
+                "ON CONFLICT (name) DO UPDATE SET value = counters.value + $1 RETURNING value",
+                count,
+            )
+            return value - count + 1
 
         return await self._tx(fn)
 

@@ -84,6 +84,7 @@ class ClusterTables(SqliteTables):
             for p in info.partitions:
                 db.execute("DELETE FROM stream_index WHERE stream_id = ?", (p.stream_id,))
                 db.execute("DELETE FROM producer_state WHERE stream_id = ?", (p.stream_id,))
+                db.execute("DELETE FROM aborted_txns WHERE stream_id = ?", (p.stream_id,))
                 db.execute("DELETE FROM leader_epochs WHERE stream_id = ?", (p.stream_id,))
                 db.execute(
                     "UPDATE partitions SET leader_epoch = leader_epoch + 1 WHERE stream_id = ?",
@@ -92,6 +93,7 @@ class ClusterTables(SqliteTables):
             # As Kafka does: groups' committed offsets of a deleted topic go with it, so a
             # topic created again under the name starts with no stale positions.
             db.execute("DELETE FROM group_offsets WHERE topic = ?", (name,))
+            db.execute("DELETE FROM txn_pending_offsets WHERE topic = ?", (name,))
             _bump_version(db)
             return info
 
@@ -316,6 +318,22 @@ class ClusterTables(SqliteTables):
                 "SELECT value FROM counters WHERE name = 'producer_id'"
             ).fetchone()[0]
             return value
+
+        return await self._run(fn)
+
+    async def allocate_producer_ids(self, count: int) -> int:
+        def fn(db: sqlite3.Connection) -> int:
+            # The counter holds the last id handed out; the first ever is 1000, as for
+            # `allocate_producer_id`, whose ids these never repeat.
+            db.execute(
+                "INSERT INTO counters (name, value) VALUES ('producer_id', 999 + ?) "
+                "ON CONFLICT(name) DO UPDATE SET value = value + ?",
+                (count, count),
+            )
+            value: int = db.execute(
+                "SELECT value FROM counters WHERE name = 'producer_id'"
+            ).fetchone()[0]
+            return value - count + 1
 
         return await self._run(fn)
 

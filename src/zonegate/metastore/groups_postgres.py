@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from zonegate.metastore.groups_sqlite import _row
 from zonegate.metastore.models import CommittedOffset, GroupRecord
 from zonegate.metastore.tables_postgres import Db, PostgresTables
+from zonegate.metastore.txns_postgres import next_offset_seq
 
 
 class GroupTables(PostgresTables):
@@ -34,6 +35,7 @@ class GroupTables(PostgresTables):
         async def fn(db: Db) -> None:
             await db.execute("DELETE FROM groups WHERE group_id = $1", group_id)
             await db.execute("DELETE FROM group_offsets WHERE group_id = $1", group_id)
+            await db.execute("DELETE FROM txn_pending_offsets WHERE group_id = $1", group_id)
 
         await self._tx(fn)
 
@@ -52,14 +54,16 @@ class GroupTables(PostgresTables):
 
     async def commit_offsets(self, group_id: str, offsets: Sequence[CommittedOffset]) -> None:
         async def fn(db: Db) -> None:
+            # Its place in the order of all commits (groups_sqlite.py says why).
+            seq = await next_offset_seq(db)
             await db.executemany(
                 "INSERT INTO group_offsets (group_id, topic, partition, committed_offset, "
-                "leader_epoch, metadata, commit_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) "
+                "leader_epoch, metadata, commit_ms, seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
                 "ON CONFLICT (group_id, topic, partition) DO UPDATE SET "
                 "committed_offset = excluded.committed_offset, "
                 "leader_epoch = excluded.leader_epoch, metadata = excluded.metadata, "
-                "commit_ms = excluded.commit_ms",
-                [(group_id, *_row(o)) for o in offsets],
+                "commit_ms = excluded.commit_ms, seq = excluded.seq",
+                [(group_id, *_row(o), seq) for o in offsets],
             )
 
         await self._tx(fn)
@@ -79,9 +83,9 @@ class GroupTables(PostgresTables):
 
     async def delete_offsets(self, group_id: str, partitions: Sequence[tuple[str, int]]) -> None:
         async def fn(db: Db) -> None:
-            await db.executemany(
-                "DELETE FROM group_offsets WHERE group_id = $1 AND topic = $2 AND partition = $3",
-                [(group_id, t, p) for t, p in partitions],
-            )
+            keys = [(group_id, t, p) for t, p in partitions]
+            where = "WHERE group_id = $1 AND topic = $2 AND partition = $3"
+            await db.executemany(f"DELETE FROM group_offsets {where}", keys)
+            await db.executemany(f"DELETE FROM txn_pending_offsets {where}", keys)
 
         await self._tx(fn)

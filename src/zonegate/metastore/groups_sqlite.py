@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from zonegate.metastore.models import CommittedOffset, GroupRecord
 from zonegate.metastore.tables_sqlite import SqliteTables
+from zonegate.metastore.txns_sqlite import next_offset_seq
 
 
 class GroupTables(SqliteTables):
@@ -34,6 +35,7 @@ class GroupTables(SqliteTables):
         def fn(db: sqlite3.Connection) -> None:
             db.execute("DELETE FROM groups WHERE group_id = ?", (group_id,))
             db.execute("DELETE FROM group_offsets WHERE group_id = ?", (group_id,))
+            db.execute("DELETE FROM txn_pending_offsets WHERE group_id = ?", (group_id,))
 
         await self._run(fn)
 
@@ -50,17 +52,21 @@ class GroupTables(SqliteTables):
         )
 
     async def commit_offsets(self, group_id: str, offsets: Sequence[CommittedOffset]) -> None:
-        await self._run(
-            lambda db: db.executemany(
+        def fn(db: sqlite3.Connection) -> None:
+            # Its place in the order of all commits: a transaction's commit completed
+            # later keeps this one if it came after the TxnOffsetCommit (txns_sqlite.py).
+            seq = next_offset_seq(db)
+            db.executemany(
                 "INSERT INTO group_offsets (group_id, topic, partition, committed_offset, "
-                "leader_epoch, metadata, commit_ms) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "leader_epoch, metadata, commit_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(group_id, topic, partition) DO UPDATE SET "
                 "committed_offset = excluded.committed_offset, "
                 "leader_epoch = excluded.leader_epoch, metadata = excluded.metadata, "
-                "commit_ms = excluded.commit_ms",
-                [(group_id, *_row(o)) for o in offsets],
+                "commit_ms = excluded.commit_ms, seq = excluded.seq",
+                [(group_id, *_row(o), seq) for o in offsets],
             )
-        )
+
+        await self._run(fn)
 
     async def fetch_offsets(self, group_id: str) -> list[CommittedOffset]:
         return await self._read(
@@ -75,12 +81,15 @@ class GroupTables(SqliteTables):
         )
 
     async def delete_offsets(self, group_id: str, partitions: Sequence[tuple[str, int]]) -> None:
-        await self._run(
-            lambda db: db.executemany(
-                "DELETE FROM group_offsets WHERE group_id = ? AND topic = ? AND partition = ?",
-                [(group_id, t, p) for t, p in partitions],
-            )
-        )
+        def fn(db: sqlite3.Connection) -> None:
+            keys = [(group_id, t, p) for t, p in partitions]
+            where = "WHERE group_id = ? AND topic = ? AND partition = ?"
+            db.executemany(f"DELETE FROM group_offsets {where}", keys)
+            # OffsetDelete drops an offset pending in a transaction too (Kafka's
+            # OffsetMetadataManager): the transaction's commit then brings nothing back.
+            db.executemany(f"DELETE FROM txn_pending_offsets {where}", keys)
+
+        await self._run(fn)
 
 
 def _row(o: CommittedOffset) -> tuple[str, int, int, int, str, int]:

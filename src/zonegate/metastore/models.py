@@ -122,6 +122,26 @@ class TopicExists(MetaStoreError):
     pass
 
 
+class ShardFenced(MetaStoreError):
+    """A transaction coordinator shard's epoch moved on: another node took the shard over,
+    and this one's write was refused (its clients get NOT_COORDINATOR)."""
+
+    def __init__(self, shard: int, epoch: int, current: int | None) -> None:
+        super().__init__(f"transaction shard {shard} is at epoch {current}, not {epoch}")
+        self.shard = shard
+        self.current = current
+
+
+@dataclass(frozen=True, slots=True)
+class ShardOwner:
+    """Who coordinates a transaction shard, at which coordinator epoch (`txn_shards`)."""
+
+    shard: int
+    epoch: int
+    node_id: int
+    incarnation: int
+
+
 class PartitionCountChanged(MetaStoreError):
     """Partitions were added by someone else since the caller counted them."""
 

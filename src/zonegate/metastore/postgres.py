@@ -40,6 +40,7 @@ from zonegate.metastore.quotas_postgres import QuotaTables
 from zonegate.metastore.scram_postgres import ScramTables
 from zonegate.metastore.streams_postgres import StreamTables
 from zonegate.metastore.tables_postgres import LATEST, MIGRATIONS, Db
+from zonegate.metastore.txns_postgres import TxnTables
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -92,7 +93,14 @@ _AGAIN = (asyncpg.exceptions.DeadlockDetectedError, asyncpg.exceptions.Serializa
 
 
 class PostgresMetaStore(
-    ClusterTables, StreamTables, GroupTables, GcTables, QuotaTables, ScramTables, AclTables
+    ClusterTables,
+    StreamTables,
+    GroupTables,
+    GcTables,
+    QuotaTables,
+    ScramTables,
+    AclTables,
+    TxnTables,
 ):
     def __init__(self, dsn: str) -> None:
         self._dsn = dsn

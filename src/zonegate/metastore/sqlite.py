@@ -37,12 +37,20 @@ from zonegate.metastore.quotas_sqlite import QuotaTables
 from zonegate.metastore.scram_sqlite import ScramTables
 from zonegate.metastore.streams_sqlite import StreamTables
 from zonegate.metastore.tables_sqlite import SCHEMA, add_new_columns
+from zonegate.metastore.txns_sqlite import TxnTables
 
 T = TypeVar("T")
 
 
 class SqliteMetaStore(
-    ClusterTables, StreamTables, GroupTables, GcTables, QuotaTables, ScramTables, AclTables
+    ClusterTables,
+    StreamTables,
+    GroupTables,
+    GcTables,
+    QuotaTables,
+    ScramTables,
+    AclTables,
+    TxnTables,
 ):
     """Every concern's tables (cluster_sqlite, streams_sqlite, groups_sqlite) over one
     file, through the worker's connection and the loop thread's (`SqliteTables`)."""

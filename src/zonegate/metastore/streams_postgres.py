@@ -11,7 +11,13 @@ from collections.abc import Sequence
 import asyncpg
 
 from zonegate.metastore.models import MetaStoreUnavailable
-from zonegate.metastore.streams_sqlite import _ENTRY, _batches_json
+from zonegate.metastore.streams_sqlite import (
+    _ABORTED,
+    _ENTRY,
+    _PRODUCER,
+    _batches_json,
+    aborted_values,
+)
 from zonegate.metastore.tables_postgres import Db, PostgresTables
 from zonegate.storage.index import (
     IndexEntry,
@@ -22,6 +28,7 @@ from zonegate.storage.index import (
     ProducerEntry,
     UnknownStream,
 )
+from zonegate.transactions.partition_txns import AbortedTxn
 
 
 class StreamTables(PostgresTables):
@@ -37,13 +44,23 @@ class StreamTables(PostgresTables):
             if row is None:
                 raise UnknownStream(stream_id)
             producers = {
-                r[0]: ProducerEntry(r[0], r[1], tuple(ProducerBatch(*b) for b in json.loads(r[2])))
+                r[0]: ProducerEntry(
+                    r[0], r[1], tuple(ProducerBatch(*b) for b in json.loads(r[2])), r[3], r[4]
+                )
                 for r in await db.fetch(
-                    "SELECT producer_id, epoch, batches FROM producer_state WHERE stream_id = $1",
-                    stream_id,
+                    f"SELECT {_PRODUCER} FROM producer_state WHERE stream_id = $1", stream_id
                 )
             }
-            return PartitionState(stream_id, row[0], row[1], row[2], producers)
+            aborted = tuple(
+                AbortedTxn(*r)
+                for r in await db.fetch(
+                    f"SELECT {_ABORTED} FROM aborted_txns WHERE stream_id = $1 "
+                    "AND last_offset >= $2 ORDER BY last_offset",
+                    stream_id,
+                    row[1],
+                )
+            )
+            return PartitionState(stream_id, row[0], row[1], row[2], producers, aborted)
 
         return await self._read(fn)
 
@@ -99,6 +116,9 @@ class StreamTables(PostgresTables):
             [p.producer_id for _, p in producers],
             [p.epoch for _, p in producers],
             [_batches_json(p.batches) for _, p in producers],
+            [p.coordinator_epoch for _, p in producers],
+            [p.txn_first_offset for _, p in producers],
+            *_aborted_columns([(c.stream_id, a) for c in commits for a in c.aborted]),
         )
 
         async def fn(db: Db) -> set[int]:
@@ -185,6 +205,8 @@ class StreamTables(PostgresTables):
         leader_epoch: int,
         old: Sequence[IndexEntry],
         new: Sequence[IndexEntry],
+        *,
+        drop_aborted: Sequence[int] = (),
     ) -> bool:
         if not old:
             raise ValueError("nothing to replace")
@@ -209,6 +231,13 @@ class StreamTables(PostgresTables):
                 bases,
             )
             await _insert_entries(db, [(stream_id, e) for e in new if e.last_offset >= start])
+            if drop_aborted:
+                await db.execute(
+                    "DELETE FROM aborted_txns WHERE stream_id = $1 "
+                    "AND last_offset = ANY($2::bigint[])",
+                    stream_id,
+                    list(drop_aborted),
+                )
             return True
 
         return await self._tx(fn)
@@ -223,6 +252,11 @@ class StreamTables(PostgresTables):
             )
             await db.execute(
                 "DELETE FROM stream_index WHERE stream_id = $1 AND last_offset < $2",
+                stream_id,
+                start,
+            )
+            await db.execute(
+                "DELETE FROM aborted_txns WHERE stream_id = $1 AND last_offset < $2",
                 stream_id,
                 start,
             )
@@ -269,15 +303,28 @@ WITH c AS (
         AS e(sid, base, last, key, pos, len, ts, ms)
     WHERE e.sid IN (SELECT sid FROM todo)
 ), produced AS (
-    INSERT INTO producer_state (stream_id, producer_id, epoch, batches)
-    SELECT * FROM unnest($15::bigint[], $16::bigint[], $17::int[], $18::text[])
-        AS s(sid, pid, epoch, batches)
+    INSERT INTO producer_state (stream_id, {_PRODUCER})
+    SELECT * FROM unnest($15::bigint[], $16::bigint[], $17::int[], $18::text[],
+        $19::int[], $20::bigint[]) AS s(sid, pid, epoch, batches, cepoch, first)
     WHERE s.sid IN (SELECT sid FROM todo)
     ON CONFLICT (stream_id, producer_id) DO UPDATE
-    SET epoch = excluded.epoch, batches = excluded.batches
+    SET epoch = excluded.epoch, batches = excluded.batches,
+        coordinator_epoch = excluded.coordinator_epoch,
+        txn_first_offset = excluded.txn_first_offset
+), aborted AS (
+    INSERT INTO aborted_txns (stream_id, {_ABORTED})
+    SELECT * FROM unnest($21::bigint[], $22::bigint[], $23::bigint[], $24::bigint[],
+        $25::bigint[]) AS a(sid, pid, first, last, lso)
+    WHERE a.sid IN (SELECT sid FROM todo)
 )
 SELECT sid FROM c WHERE sid NOT IN (SELECT sid FROM live)
 """
+
+
+def _aborted_columns(rows: Sequence[tuple[int, AbortedTxn]]) -> list[list[int]]:
+    """aborted_txns' column arrays for (stream id, aborted transaction) rows, to unnest."""
+    values = [(sid, *aborted_values(a)) for sid, a in rows]
+    return [[v[i] for v in values] for i in range(5)]
 
 
 async def _insert_entries(db: Db, rows: Sequence[tuple[int, IndexEntry]]) -> None:

@@ -1,6 +1,6 @@
 """Partitions' streams in the SQLite store: `StreamStore` (storage/index.py) over the
-tables of tables_sqlite.py: partition state, index entries, producer state and the
-leader-epoch history."""
+tables of tables_sqlite.py: partition state, index entries, producer state, the
+aborted-transaction index and the leader-epoch history."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from zonegate.storage.index import (
     UnknownStream,
     entry_values,
 )
+from zonegate.transactions.partition_txns import AbortedTxn
 
 
 class StreamTables(SqliteTables):
@@ -36,14 +37,25 @@ class StreamTables(SqliteTables):
                 raise UnknownStream(stream_id)
             producers = {
                 pid: ProducerEntry(
-                    pid, epoch, tuple(ProducerBatch(*b) for b in json.loads(batches))
+                    pid,
+                    epoch,
+                    tuple(ProducerBatch(*b) for b in json.loads(batches)),
+                    coordinator_epoch,
+                    txn_first_offset,
                 )
-                for pid, epoch, batches in db.execute(
-                    "SELECT producer_id, epoch, batches FROM producer_state WHERE stream_id = ?",
-                    (stream_id,),
+                for pid, epoch, batches, coordinator_epoch, txn_first_offset in db.execute(
+                    f"SELECT {_PRODUCER} FROM producer_state WHERE stream_id = ?", (stream_id,)
                 )
             }
-            return PartitionState(stream_id, row[0], row[1], row[2], producers)
+            aborted = tuple(
+                AbortedTxn(*r)
+                for r in db.execute(
+                    f"SELECT {_ABORTED} FROM aborted_txns WHERE stream_id = ? "
+                    "AND last_offset >= ? ORDER BY last_offset",
+                    (stream_id, row[1]),
+                )
+            )
+            return PartitionState(stream_id, row[0], row[1], row[2], producers, aborted)
 
         return await self._read(fn)
 
@@ -101,14 +113,24 @@ class StreamTables(SqliteTables):
             )
             db.executemany(
                 "INSERT OR REPLACE INTO producer_state "
-                "(stream_id, producer_id, epoch, batches) "
-                "VALUES (?, ?, ?, ?)",
+                "(stream_id, producer_id, epoch, batches, coordinator_epoch, txn_first_offset) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
                 [
-                    (c.stream_id, p.producer_id, p.epoch, _batches_json(p.batches))
+                    (
+                        c.stream_id,
+                        p.producer_id,
+                        p.epoch,
+                        _batches_json(p.batches),
+                        p.coordinator_epoch,
+                        p.txn_first_offset,
+                    )
                     for c in live
                     for p in c.producers
-                ],
+                ],  # fmt: skip
             )
+            aborted = [(c.stream_id, *aborted_values(a)) for c in live for a in c.aborted]
+            if aborted:
+                db.executemany(_INSERT_ABORTED, aborted)
             return fenced
 
         return await self._run_on_loop(fn)
@@ -163,6 +185,8 @@ class StreamTables(SqliteTables):
         leader_epoch: int,
         old: Sequence[IndexEntry],
         new: Sequence[IndexEntry],
+        *,
+        drop_aborted: Sequence[int] = (),
     ) -> bool:
         def fn(db: sqlite3.Connection) -> bool:
             start = _fenced_log_start(db, stream_id, leader_epoch)
@@ -183,6 +207,10 @@ class StreamTables(SqliteTables):
                 _INSERT_ENTRY,
                 [(stream_id, *entry_values(e)) for e in new if e.last_offset >= start],
             )
+            db.executemany(
+                "DELETE FROM aborted_txns WHERE stream_id = ? AND last_offset = ?",
+                [(stream_id, m) for m in drop_aborted],
+            )
             return True
 
         if not old:
@@ -200,6 +228,11 @@ class StreamTables(SqliteTables):
                 "DELETE FROM stream_index WHERE stream_id = ? AND last_offset < ?",
                 (stream_id, start),
             )
+            # Kafka keeps an aborted transaction while its marker is in the log.
+            db.execute(
+                "DELETE FROM aborted_txns WHERE stream_id = ? AND last_offset < ?",
+                (stream_id, start),
+            )
             return start
 
         return await self._run(fn)
@@ -208,6 +241,13 @@ class StreamTables(SqliteTables):
 _MAX_OFFSET = (1 << 63) - 1
 _ENTRY = ", ".join(INDEX_ENTRY_FIELDS)
 _INSERT_ENTRY = f"INSERT INTO stream_index (stream_id, {_ENTRY}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_PRODUCER = "producer_id, epoch, batches, coordinator_epoch, txn_first_offset"
+_ABORTED = "producer_id, first_offset, last_offset, last_stable_offset"
+_INSERT_ABORTED = f"INSERT INTO aborted_txns (stream_id, {_ABORTED}) VALUES (?, ?, ?, ?, ?)"
+
+
+def aborted_values(a: AbortedTxn) -> tuple[int, int, int, int]:
+    return (a.producer_id, a.first_offset, a.last_offset, a.last_stable_offset)
 
 
 def _fenced_log_start(db: sqlite3.Connection, stream_id: int, leader_epoch: int) -> int:

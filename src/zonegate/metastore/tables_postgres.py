@@ -215,6 +215,64 @@ CREATE TABLE acls (
         "ALTER TABLE nodes ADD COLUMN unreached TEXT NOT NULL DEFAULT '';"
         "ALTER TABLE nodes ADD COLUMN cut_off_ms BIGINT NOT NULL DEFAULT 0;",
     ),
+    (
+        10,
+        # Transactions (docs/transactions.md): each coordinator shard's epoch and owner;
+        # each transactional id's state, written fenced by its shard's epoch; offsets
+        # committed in a transaction, pending until it ends, and every commit's place in
+        # the order of all commits (`seq`: the later of a plain and a transactional one
+        # wins); each partition's aborted transactions, and per producer the coordinator
+        # epoch of its last marker and the first offset of its open transaction.
+        """
+CREATE TABLE txn_shards (
+    shard INTEGER PRIMARY KEY,
+    epoch INTEGER NOT NULL,
+    owner_node BIGINT NOT NULL,
+    owner_incarnation BIGINT NOT NULL
+);
+CREATE TABLE transactions (
+    transactional_id TEXT COLLATE "C" PRIMARY KEY,
+    shard INTEGER NOT NULL,
+    producer_id BIGINT NOT NULL,
+    prev_producer_id BIGINT NOT NULL,
+    next_producer_id BIGINT NOT NULL,
+    producer_epoch INTEGER NOT NULL,
+    last_producer_epoch INTEGER NOT NULL,
+    timeout_ms INTEGER NOT NULL,
+    state SMALLINT NOT NULL,
+    partitions TEXT NOT NULL,
+    start_ms BIGINT NOT NULL,
+    last_update_ms BIGINT NOT NULL,
+    client_version SMALLINT NOT NULL
+);
+CREATE INDEX transactions_shard ON transactions(shard);
+CREATE TABLE txn_pending_offsets (
+    group_id TEXT COLLATE "C" NOT NULL,
+    producer_id BIGINT NOT NULL,
+    topic TEXT COLLATE "C" NOT NULL,
+    partition INTEGER NOT NULL,
+    offsets_partition INTEGER NOT NULL,
+    committed_offset BIGINT NOT NULL,
+    leader_epoch INTEGER NOT NULL,
+    metadata TEXT NOT NULL,
+    commit_ms BIGINT NOT NULL,
+    seq BIGINT NOT NULL,
+    PRIMARY KEY (group_id, producer_id, topic, partition)
+);
+CREATE INDEX txn_pending_offsets_producer ON txn_pending_offsets(producer_id, offsets_partition);
+CREATE TABLE aborted_txns (
+    stream_id BIGINT NOT NULL,
+    last_offset BIGINT NOT NULL,
+    producer_id BIGINT NOT NULL,
+    first_offset BIGINT NOT NULL,
+    last_stable_offset BIGINT NOT NULL,
+    PRIMARY KEY (stream_id, last_offset)
+);
+ALTER TABLE group_offsets ADD COLUMN seq BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE producer_state ADD COLUMN coordinator_epoch INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE producer_state ADD COLUMN txn_first_offset BIGINT;
+""",
+    ),
 )
 
 LATEST = MIGRATIONS[-1][0]

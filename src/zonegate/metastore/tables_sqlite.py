@@ -68,6 +68,8 @@ CREATE TABLE IF NOT EXISTS producer_state (
     producer_id INTEGER NOT NULL,
     epoch INTEGER NOT NULL,
     batches TEXT NOT NULL,
+    coordinator_epoch INTEGER NOT NULL DEFAULT -1,
+    txn_first_offset INTEGER,
     PRIMARY KEY (stream_id, producer_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS nodes (
@@ -101,6 +103,7 @@ CREATE TABLE IF NOT EXISTS group_offsets (
     leader_epoch INTEGER NOT NULL,
     metadata TEXT NOT NULL,
     commit_ms INTEGER NOT NULL,
+    seq INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (group_id, topic, partition)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cluster_configs (
@@ -146,6 +149,55 @@ CREATE TABLE IF NOT EXISTS acls (
     PRIMARY KEY (resource_type, resource_name, pattern_type, principal, host, operation,
                  permission)
 ) WITHOUT ROWID;
+-- Transactions (docs/transactions.md): each coordinator shard's epoch and owner; each
+-- transactional id's state, written fenced by its shard's epoch; offsets committed in a
+-- transaction, pending until it ends; each partition's aborted transactions.
+CREATE TABLE IF NOT EXISTS txn_shards (
+    shard INTEGER PRIMARY KEY,
+    epoch INTEGER NOT NULL,
+    owner_node INTEGER NOT NULL,
+    owner_incarnation INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS transactions (
+    transactional_id TEXT PRIMARY KEY,
+    shard INTEGER NOT NULL,
+    producer_id INTEGER NOT NULL,
+    prev_producer_id INTEGER NOT NULL,
+    next_producer_id INTEGER NOT NULL,
+    producer_epoch INTEGER NOT NULL,
+    last_producer_epoch INTEGER NOT NULL,
+    timeout_ms INTEGER NOT NULL,
+    state INTEGER NOT NULL,
+    partitions TEXT NOT NULL,
+    start_ms INTEGER NOT NULL,
+    last_update_ms INTEGER NOT NULL,
+    client_version INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS transactions_shard ON transactions(shard);
+CREATE TABLE IF NOT EXISTS txn_pending_offsets (
+    group_id TEXT NOT NULL,
+    producer_id INTEGER NOT NULL,
+    topic TEXT NOT NULL,
+    partition INTEGER NOT NULL,
+    offsets_partition INTEGER NOT NULL,
+    committed_offset INTEGER NOT NULL,
+    leader_epoch INTEGER NOT NULL,
+    metadata TEXT NOT NULL,
+    commit_ms INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (group_id, producer_id, topic, partition)
+) WITHOUT ROWID;
+-- The commit or abort of one producer's transaction at one offsets partition.
+CREATE INDEX IF NOT EXISTS txn_pending_offsets_producer
+    ON txn_pending_offsets(producer_id, offsets_partition);
+CREATE TABLE IF NOT EXISTS aborted_txns (
+    stream_id INTEGER NOT NULL,
+    last_offset INTEGER NOT NULL,
+    producer_id INTEGER NOT NULL,
+    first_offset INTEGER NOT NULL,
+    last_stable_offset INTEGER NOT NULL,
+    PRIMARY KEY (stream_id, last_offset)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS counters (
     name TEXT PRIMARY KEY,
     value INTEGER NOT NULL
@@ -170,6 +222,13 @@ ADDED_COLUMNS = (
     # reached lately, and since when the controller holds it cut off (0: it does not).
     ("nodes", "unreached", "TEXT NOT NULL DEFAULT ''"),
     ("nodes", "cut_off_ms", "INTEGER NOT NULL DEFAULT 0"),
+    # Transactions (docs/transactions.md): a partition's producer keeps the coordinator
+    # epoch of its last marker (-1: none) and the first offset of its open transaction
+    # (NULL: none open); every offset commit its place in the order of all commits, so
+    # a transaction's commit keeps a later plain one (0 in rows written before: older).
+    ("producer_state", "coordinator_epoch", "INTEGER NOT NULL DEFAULT -1"),
+    ("producer_state", "txn_first_offset", "INTEGER"),
+    ("group_offsets", "seq", "INTEGER NOT NULL DEFAULT 0"),
 )
 
 

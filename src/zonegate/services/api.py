@@ -22,6 +22,8 @@ services are:
   DescribeUserScramCredentials, and the look-up SASL SCRAM makes (services/scram.py).
 - `Authorizer`: Kafka's ACLs: every check a handler makes, authorized operations
   (KIP-430), CreateAcls, DescribeAcls, DeleteAcls (services/authorizer.py).
+- `Transactions`: the transaction coordinator's calls, served by the owner of the
+  transactional id's shard wherever the client is connected (services/txn_routing.py).
 
 `Services` bundles them; the request context carries it (proxy/context.py).
 The value types handlers pass are defined where their owners are and named
@@ -31,7 +33,7 @@ here, so a handler imports this module and nothing else of the node.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -83,12 +85,16 @@ from zonegate.services.topic_configs import (
     effective,
     validate_topic_configs,
 )
+from zonegate.services.txn_admin import ActiveProducer, TxnDescription, TxnListing
+from zonegate.transactions.decisions import Answer as TxnAnswer
+from zonegate.transactions.states import TransactionVersion
 from zonegate.usage.accounting import Accounting
 
 ANONYMOUS = "User:ANONYMOUS"  # the principal of every request until SASL exists
 
 __all__ = [
     "ANONYMOUS",
+    "ActiveProducer",
     "AclBinding",
     "AclFilter",
     "AclOperation",
@@ -143,6 +149,12 @@ __all__ = [
     "TopicInfo",
     "TopicPartition",
     "Topics",
+    "TransactionVersion",
+    "Transactions",
+    "TxnAnswer",
+    "TxnAdmin",
+    "TxnDescription",
+    "TxnListing",
     "UNCLEAN",
     "UserScram",
     "WritePath",
@@ -200,6 +212,13 @@ class Cluster(Protocol):
         self, group_id: str, zone: str, listener: str | None = None
     ) -> NodeRecord | None:
         """The node FindCoordinator names to a client of `zone` for a group."""
+        ...
+
+    def txn_coordinator_for(
+        self, shard: int, zone: str, listener: str | None = None
+    ) -> NodeRecord | None:
+        """The node FindCoordinator names to a client of `zone` for a transactional id
+        of transaction shard `shard`."""
         ...
 
     def zone_of(self, node_id: int) -> str:
@@ -326,12 +345,18 @@ class ProducedPartition:
 
 class WritePath(Protocol):
     async def produce(
-        self, partitions: Sequence[ProducePartition], *, client: str
+        self,
+        partitions: Sequence[ProducePartition],
+        *,
+        client: str,
+        transactional_id: str | None = None,
+        produce_version: int = -1,
     ) -> list[ProducedPartition]:
         """Validates every partition's batches, stages them in the WAL, has each
         partition's leader sequence and commit them; one answer per partition, in
         order, when all are durable and indexed (or failed). `client` names the
-        producer in log lines."""
+        producer in log lines; transactional batches carry the request's
+        `transactional_id` and `produce_version` to their leaders (KIP-890)."""
         ...
 
     async def allocate_producer_id(self) -> int: ...
@@ -361,6 +386,11 @@ class FetchedPartition:
     log_start_offset: int = -1
     leader_epoch: int = 0
     records: bytes = b""
+    # Transactions: the last stable offset (-1: the high watermark's), and for a
+    # read_committed fetch the aborted transactions of the range, (producer id, first
+    # offset), which clients skip.
+    last_stable_offset: int = -1
+    aborted_transactions: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,16 +410,27 @@ class ReadPath(Protocol):
         max_bytes: int,
         min_bytes: int,
         max_wait_s: float,
+        read_committed: bool = False,
     ) -> list[FetchedPartition]:
         """Kafka's Fetch: waits (no polling) until `min_bytes` are there or `max_wait_s`
         passes; `max_bytes` for the answer, each partition's own limit, and the first
-        batch always whole. Batches come with base offset and leader epoch patched."""
+        batch always whole. Batches come with base offset and leader epoch patched.
+        `read_committed`: nothing at or past the last stable offset, and the aborted
+        transactions of the range answered."""
         ...
 
     async def list_offset(
-        self, topic: str, partition: int, timestamp: int, *, max_timestamp_allowed: bool
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        *,
+        max_timestamp_allowed: bool,
+        read_committed: bool = False,
     ) -> OffsetAnswer:
-        """ListOffsets v1+: latest (-1), earliest (-2), max timestamp (-3), by time."""
+        """ListOffsets v1+: latest (-1), earliest (-2), max timestamp (-3), by time; under
+        `read_committed` (v2+) latest is the last stable offset and no offset at or past
+        it is answered, as Kafka."""
         ...
 
     async def legacy_offsets(
@@ -443,6 +484,20 @@ class Groups(Protocol):
         offsets: Sequence[OffsetToCommit],
     ) -> list[ErrorCode]: ...
 
+    async def txn_commit_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        offsets_partition: int,
+        generation: int,
+        member_id: str,
+        instance_id: str | None,
+        offsets: Sequence[OffsetToCommit],
+    ) -> list[ErrorCode]:
+        """TxnOffsetCommit: offsets pending in the producer's transaction until its
+        marker commits them; one error per offset, in order."""
+        ...
+
     async def fetch_offsets(
         self,
         group_id: str,
@@ -450,6 +505,11 @@ class Groups(Protocol):
         member_id: str | None = None,
         member_epoch: int = -1,
     ) -> tuple[ErrorCode, list[CommittedOffset]]: ...
+
+    async def pending_offsets(self, group_id: str) -> list[tuple[str, int]]:
+        """The group's partitions with an offset pending in an open transaction (OffsetFetch
+        with require_stable answers UNSTABLE_OFFSET_COMMIT for them)."""
+        ...
 
     async def delete_offsets(
         self, group_id: str, partitions: Sequence[tuple[str, int]]
@@ -604,6 +664,86 @@ class Authorizer(Protocol):
     async def delete_acls(self, filters: Sequence[AclFilter]) -> list[DeleteResult]: ...
 
 
+# -- transactions -------------------------------------------------------------------
+class Transactions(Protocol):
+    """The transaction coordinator (txn_coordinator/), reached through the owner of each
+    id's shard. Answers carry Kafka's error code and, for InitProducerId and TV2's
+    EndTxn, the producer id and epoch."""
+
+    def shard_of(self, transactional_id: str) -> int:
+        """The id's transaction shard (Kafka's partition of `__transaction_state`)."""
+        ...
+
+    async def init_producer_id(
+        self, transactional_id: str | None, timeout_ms: int, expected: tuple[int, int] | None
+    ) -> TxnAnswer: ...
+
+    async def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[tuple[str, int]],
+        client_version: TransactionVersion = TransactionVersion.TV_0,
+    ) -> TxnAnswer: ...
+
+    async def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[tuple[str, int]],
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """KIP-890's verify-only question: each partition's error (NONE: it is in the
+        producer's open transaction)."""
+        ...
+
+    async def end_txn(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        client_version: TransactionVersion,
+    ) -> TxnAnswer: ...
+
+
+# -- operating transactions (KIP-664) ------------------------------------------------
+class TxnAdmin(Protocol):
+    """DescribeTransactions, ListTransactions, DescribeProducers and the admin's abort
+    (services/txn_admin.py)."""
+
+    async def describe(self, transactional_id: str) -> TxnDescription:
+        """From the owner of the id's shard; NOT_COORDINATOR when none is in reach."""
+        ...
+
+    async def list_transactions(
+        self,
+        zone: str,
+        listener: str | None,
+        producer_ids: Sequence[int],
+        state_names: Sequence[str],
+        min_duration_ms: int,
+    ) -> tuple[ErrorCode, list[TxnListing], list[str]]:
+        """Over the shards FindCoordinator names this node for to a client of `zone`:
+        (error, listings, state names no transaction state has)."""
+        ...
+
+    async def producers(self, topic: str, partition: int) -> tuple[ErrorCode, list[ActiveProducer]]:
+        """The producers the partition's leader remembers."""
+        ...
+
+    async def abort(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        partitions: Sequence[tuple[str, int]],
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """Admin.abortTransaction: abort markers where the producer has one open."""
+        ...
+
+
 @dataclass(frozen=True)
 class Services:
     cluster: Cluster
@@ -617,3 +757,5 @@ class Services:
     leadership: Leadership
     scram: UserScram
     authorizer: Authorizer
+    transactions: Transactions
+    txn_admin: TxnAdmin

@@ -6,8 +6,10 @@ configs' defaults under their broker names (`log.retention.ms`...: see
 topic_configs.py), and the broker's own (`num.io.threads`, `message.max.bytes`,
 `sasl.kerberos.min.time.before.relogin`, `ssl.*`...). Those configs are checked
 here with Kafka's types and ranges and stored by the catalog per scope, the
-topic defaults under their topic names, the others under their own. A config
-zonegate has no use for is kept and shown with no effect (docs/compatibility.md).
+topic defaults under their topic names, the others under their own. The leaders
+honour `producer.id.expiration.ms` and `transaction.partition.verification.enable`
+(services/leader_txn_settings.py); a config zonegate has no use for is kept and shown
+with no effect (docs/compatibility.md).
 
 Kafka's answers are followed, all INVALID_REQUEST on a broker resource: a
 config of a single broker named for the cluster's defaults, a static config

@@ -21,6 +21,9 @@ from zonegate.router.view import ClusterView
 from zonegate.router.zones import ZoneResolver
 from zonegate.services.zone_probe import ZoneProbe
 
+# The name transaction shards are hashed under, as Kafka's shards are its partitions.
+TXN_STATE = "__transaction_state"
+
 
 def kafka_cluster_id(name: str) -> str:
     """Kafka cluster ids are 22-character base64 UUIDs; a stable one from the name."""
@@ -151,6 +154,28 @@ class NodeCluster:
             chosen = choose_node(group_id, -1, [n.node_id for n in nodes])
         else:
             chosen = self.group_owner(group_id)
+        if chosen == self._settings.node_id:
+            return self._membership.me
+        return self._membership.node(chosen)
+
+    def txn_shard_owner(self, shard: int) -> int:
+        """The node that coordinates transaction shard `shard` (Kafka's leader of
+        `__transaction_state` partition `shard`): rendezvous hashing over the same nodes
+        as groups (docs/transactions.md)."""
+        ids = [n.node_id for n in self._membership.leading_nodes()] or [self._settings.node_id]
+        return choose_node(TXN_STATE, shard, ids)
+
+    def txn_coordinator_for(
+        self, shard: int, zone: str, listener: str | None = None
+    ) -> NodeRecord | None:
+        """FindCoordinator for a transactional id of `shard`: a node of the client's zone
+        when routing is on (it passes the calls on to the owner), else the owner."""
+        view = self._of(listener)
+        nodes = view.brokers_for(zone) if view.zone_routing else []
+        if nodes:
+            chosen = choose_node(TXN_STATE, shard, [n.node_id for n in nodes])
+        else:
+            chosen = self.txn_shard_owner(shard)
         if chosen == self._settings.node_id:
             return self._membership.me
         return self._membership.node(chosen)

@@ -51,6 +51,9 @@ _NOT_COORDINATOR: dict[str, Callable[..., Any]] = {
     "commit_offsets": lambda gid, gen, mid, iid, offsets: (
         [ErrorCode.not_coordinator] * len(offsets)
     ),
+    "txn_commit_offsets": lambda gid, pid, part, gen, mid, iid, offsets: (
+        [ErrorCode.not_coordinator] * len(offsets)
+    ),
     "fetch_offsets": lambda *a: (ErrorCode.not_coordinator, []),
     "delete_offsets": lambda *a: (ErrorCode.not_coordinator, []),
     "delete_group": lambda *a: ErrorCode.not_coordinator,
@@ -98,6 +101,7 @@ class RoutedGroups:
             "heartbeat": coordinator.heartbeat,
             "leave": coordinator.leave,
             "commit_offsets": coordinator.commit_offsets,
+            "txn_commit_offsets": coordinator.txn_commit_offsets,
             "fetch_offsets": coordinator.fetch_offsets,
             "delete_offsets": coordinator.delete_offsets,
             "delete_group": coordinator.delete_group,
@@ -197,6 +201,30 @@ class RoutedGroups:
         )
         return result
 
+    async def txn_commit_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        offsets_partition: int,
+        generation: int,
+        member_id: str,
+        instance_id: str | None,
+        offsets: Sequence[OffsetToCommit],
+    ) -> list[ErrorCode]:
+        """TxnOffsetCommit, at the group's coordinator: offsets pending in the producer's
+        transaction until its marker commits them."""
+        result: list[ErrorCode] = await self._route(
+            "txn_commit_offsets",
+            group_id,
+            producer_id,
+            offsets_partition,
+            generation,
+            member_id,
+            instance_id,
+            list(offsets),
+        )
+        return result
+
     async def fetch_offsets(
         self,
         group_id: str,
@@ -209,6 +237,11 @@ class RoutedGroups:
             "fetch_offsets", group_id, wanted, member_id, member_epoch
         )
         return error, list(offsets)
+
+    async def pending_offsets(self, group_id: str) -> list[tuple[str, int]]:
+        # Read from the metadata store, which every node shares: the coordinator's memory
+        # holds none of it (the transaction's marker moves the rows, on another node).
+        return await self._coord.pending.pending_offsets(group_id)
 
     async def delete_offsets(
         self, group_id: str, partitions: Sequence[tuple[str, int]]

@@ -9,9 +9,11 @@ record by its index in the batch (KIP-467's record_errors).
 The rules, in the order they are applied (the first broken one answers):
 - the batches' framing (records/batch.py `validate_batches`): magic 2, lengths,
   CRC32C, record count, codec; CORRUPT_MESSAGE;
-- each batch within max.message.bytes (MESSAGE_TOO_LARGE), and neither
-  transactional nor a control batch (INVALID_RECORD: not supported yet), nor a
-  producer id's batch with a negative base sequence (INVALID_RECORD, Kafka's message);
+- each batch within max.message.bytes (MESSAGE_TOO_LARGE), not a control batch
+  (INVALID_RECORD: only coordinators write markers, as Kafka's LogValidator says to
+  clients), nor a producer id's batch with a negative base sequence (INVALID_RECORD,
+  Kafka's message). Transactional batches pass; their transactional id is the produce
+  handler's to check, and whether they may open a transaction the leader's (KIP-890);
 - then batch by batch: a compacted topic's records must have keys
   (INVALID_RECORD); CreateTime records within the topic's timestamp window
   (INVALID_TIMESTAMP), or the batch stamped for LogAppendTime; the batch
@@ -95,8 +97,12 @@ def _validate(
                 ErrorCode.message_too_large,
                 f"batch of {h.size} bytes exceeds max.message.bytes={max_bytes}",
             )
-        if h.is_transactional or h.is_control:
-            return Refused(ErrorCode.invalid_record, "transactional batches are not supported")
+        if h.is_control:
+            return Refused(
+                ErrorCode.invalid_record,
+                f"Clients are not allowed to write control records in topic partition "
+                f"{topic_partition}",
+            )
         if h.producer_id >= 0 and h.base_sequence < 0:
             return Refused(
                 ErrorCode.invalid_record,

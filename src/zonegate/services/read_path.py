@@ -102,6 +102,7 @@ class _Part:
     max_bytes: int
     stream_id: int = -1
     entries: tuple[IndexEntry, ...] = field(default_factory=tuple)
+    read_committed: bool = False
 
 
 class ReadService:
@@ -135,10 +136,12 @@ class ReadService:
         max_bytes: int,
         min_bytes: int,
         max_wait_s: float,
+        read_committed: bool = False,
     ) -> list[FetchedPartition]:
         parts: list[_Part] = []
         for fp in partitions:
             part = _Part(FetchedPartition(fp.topic, fp.partition), fp.offset, fp.max_bytes)
+            part.read_committed = read_committed
             topic = self._catalog.get(fp.topic)
             if topic is None or not 0 <= fp.partition < len(topic.partitions):
                 part.answer.error = ErrorCode.unknown_topic_or_partition
@@ -206,11 +209,17 @@ class ReadService:
             a.log_start_offset, a.high_watermark, a.leader_epoch = await self._leaders.offsets(
                 p.stream_id
             )
+            if p.read_committed:
+                a.last_stable_offset = await self._leaders.stable_offset(p.stream_id)
             return 0, 0
-        res = await self._leaders.read_index(p.stream_id, p.offset, max(budget, 1))
+        if p.read_committed:
+            res = await self._leaders.read_index(p.stream_id, p.offset, max(budget, 1), True)
+            a.aborted_transactions = res.aborted
+        else:
+            res = await self._leaders.read_index(p.stream_id, p.offset, max(budget, 1))
         a.error = res.error
         a.high_watermark, a.log_start_offset = res.high_watermark, res.log_start_offset
-        a.leader_epoch = res.leader_epoch
+        a.leader_epoch, a.last_stable_offset = res.leader_epoch, res.last_stable_offset
         if res.error != ErrorCode.none or not res.entries:
             return 0, 0
         entries = list(res.entries)
@@ -247,7 +256,13 @@ class ReadService:
         return info.partitions[partition].stream_id, info
 
     async def list_offset(
-        self, topic: str, partition: int, timestamp: int, *, max_timestamp_allowed: bool
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        *,
+        max_timestamp_allowed: bool,
+        read_committed: bool = False,
     ) -> OffsetAnswer:
         found = await self._stream(topic, partition)
         if found is None:
@@ -255,7 +270,17 @@ class ReadService:
         sid, info = found
         limit = self._catalog.rules(info).produce.max_message_bytes
         try:
-            return await self._by_time(sid, timestamp, limit, max_timestamp_allowed)
+            answer = await self._by_time(sid, timestamp, limit, max_timestamp_allowed)
+            if not read_committed or timestamp == EARLIEST or answer.error != ErrorCode.none:
+                return answer
+            # Kafka's lastFetchableOffset under read_committed: the last stable offset is
+            # the latest, and an offset found at or past it is no answer.
+            stable = await self._leaders.stable_offset(sid)
+            if timestamp == LATEST:
+                return OffsetAnswer(ErrorCode.none, -1, stable, answer.leader_epoch)
+            if answer.offset >= stable:
+                return OffsetAnswer(ErrorCode.none, -1, -1, -1)
+            return answer
         except (UnknownStream, LeaderUnavailable) as exc:
             return OffsetAnswer(partition_error(exc))
         except CorruptBatch as exc:

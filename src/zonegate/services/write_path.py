@@ -101,7 +101,12 @@ class ProduceService:
             return ErrorCode.not_leader_or_follower, -1
 
     async def produce(
-        self, partitions: Sequence[ProducePartition], *, client: str
+        self,
+        partitions: Sequence[ProducePartition],
+        *,
+        client: str,
+        transactional_id: str | None = None,
+        produce_version: int = -1,
     ) -> list[ProducedPartition]:
         # Validate and stage every partition with no await in between: the WAL keeps
         # the order in which requests staged their batches, and the leader relies on it.
@@ -110,7 +115,7 @@ class ProduceService:
             if w.batches:
                 w.staged = [self._wal.append(w.stream_id, b.data) for b in w.batches]
         locations = await self._uploads(works)
-        await self._forward(works, locations)
+        await self._forward(works, locations, transactional_id or "", produce_version)
         for w in works:
             a, first = w.answer, w.first
             if a.error == ErrorCode.none and first is not None:
@@ -173,10 +178,16 @@ class ProduceService:
         return locations
 
     async def _forward(
-        self, works: list[_Work], locations: list[WalEntryLocation | BaseException]
+        self,
+        works: list[_Work],
+        locations: list[WalEntryLocation | BaseException],
+        transactional_id: str,
+        produce_version: int,
     ) -> None:
         """Has the leaders commit each uploaded batch; a partition whose upload failed
-        is answered KAFKA_STORAGE_ERROR and never reaches its leader."""
+        is answered KAFKA_STORAGE_ERROR and never reaches its leader. A transactional
+        batch carries the request's transactional id and version: its leader verifies
+        it with the coordinator (KIP-890; leader_forwarder/txn_verify.py)."""
         appends: list[AppendBatch] = []
         owners: list[_Work] = []
         it = iter(locations)
@@ -205,6 +216,9 @@ class ProduceService:
                         producer_id=h.producer_id,
                         producer_epoch=h.producer_epoch,
                         base_sequence=h.base_sequence,
+                        transactional=h.is_transactional,
+                        transactional_id=transactional_id if h.is_transactional else "",
+                        produce_version=produce_version if h.is_transactional else -1,
                     )
                 )
                 owners.append(w)

@@ -17,7 +17,11 @@ docs/storage.md, "Compacted topics"):
 3. `clean(parts of clean + dirty, map, ...)`: Kafka's `Cleaner.cleanInto` and
    `MemoryRecords.filterTo`: the latest record per key survives, tombstones until
    their batch's delete horizon (KIP-534), records without a key go; surviving
-   records are re-batched per original batch (records/retain.py).
+   records are re-batched per original batch (records/retain.py). Transactions
+   follow Kafka's rules (storage/txn_cleaning.py): an aborted transaction's
+   batches go, markers stay until a delete horizon set once their transaction's
+   batches are all gone, committed records follow the key rules, and nothing at
+   or above the last stable offset is cleaned (the plan ends below it).
 4. `build_cleaned_objects(...)`: the stream objects to PUT, keys carrying the
    clean mark, and their chunk entries, to swap for the entries cleaned.
 """
@@ -41,6 +45,8 @@ from zonegate.records.retain import (
 from zonegate.storage.index import IndexEntry
 from zonegate.storage.segments import SegmentSummary
 from zonegate.storage.stream_objects import StreamObject, build_stream_object, is_stream_key
+from zonegate.storage.txn_cleaning import EMPTY, CleanedTransactions, control_type
+from zonegate.transactions.partition_txns import AbortedTxn
 
 CLEAN_MARK = "-c"
 NO_LIMIT = 2**63 - 1
@@ -108,7 +114,7 @@ class CleaningPlan:
     clean_bytes: int
     dirty_bytes: int
     compaction_delay_ms: int  # > 0: a dirty segment waited past max.compaction.lag.ms
-    tombstones_due: bool  # a clean object's delete horizon has passed
+    tombstones_due: bool  # a clean object's delete horizon (tombstones, markers) has passed
     min_ratio: float
 
     @property
@@ -141,7 +147,9 @@ def plan_cleaning(
 ) -> CleaningPlan | None:
     """The cleaning of a partition whose entries (offset order, from the log start, WAL
     tail included) are `entries`; None when it has nothing to clean. `stable_offset`:
-    the high watermark, when some entries lie above it."""
+    the last stable offset (the high watermark when no transaction is open), when some
+    entries lie above it: the segment holding it and all after are never cleaned
+    (Kafka's firstUnstableOffset in LogCleanerManager.cleanableOffsets)."""
     if not entries:
         return None
     step = config.segment_window_ms
@@ -228,15 +236,20 @@ def build_offset_map(
     max_message_bytes: int,
     *,
     max_keys: int = 4_000_000,
+    aborted: Iterable[AbortedTxn] = (),
 ) -> OffsetMap:
     """The map of the dirty part's records (its entries, in order, with their bytes).
     Stops after the entry that brings it to `max_keys` keys (Kafka's dedupe buffer,
-    128 MiB, holds about 5 million): the cleaning then ends there, the rest stays dirty."""
+    128 MiB, holds about 5 million): the cleaning then ends there, the rest stays dirty.
+    `aborted`: the partition's aborted transactions; their records stay out of the map,
+    so an aborted value never hides the committed one before it (Kafka's
+    buildOffsetMapForSegment)."""
     latest: dict[bytes, int] = {}
+    txns = CleanedTransactions(aborted)
     for entry, blob in dirty:
         for pos, h in iter_batches(blob):
-            if h.is_control:
-                continue
+            if h.is_control or txns.on_batch(h):
+                continue  # a marker's effect on the walk is nil for the map
             for r in stored_records(h, blob[pos : pos + h.size], max_message_bytes):
                 if r.key is not None:
                     latest[r.key] = r.offset
@@ -267,6 +280,8 @@ class CleanerStats:
     bytes_kept: int = 0
     keyless_dropped: int = 0  # Kafka's "invalid messages"
     tombstones_dropped: int = 0
+    aborted_dropped: int = 0  # records of aborted transactions
+    markers_dropped: int = 0  # commit and abort markers past their delete horizon
 
 
 def clean(
@@ -276,13 +291,21 @@ def clean(
     now_ms: int,
     *,
     active_producers: Mapping[int, int] = {},
+    marker_producers: Mapping[int, int] = {},
+    txns: CleanedTransactions | None = None,
     stats: CleanerStats | None = None,
 ) -> list[CleanedPart]:
     """The cleaned form of `parts`: the entries of `plan.entries(offsets.end)` in order,
-    with their bytes. `active_producers`: producer id -> the last offset the partition
-    holds of it (the leader's producer state): that batch stays, empty if need be, so
-    the producer's last sequence survives (Kafka's RETAIN_EMPTY)."""
+    with their bytes. `active_producers`: producer id -> the last offset of its data the
+    partition holds (the leader's producer state): that batch stays, empty if need be,
+    so the producer's last sequence survives (Kafka's RETAIN_EMPTY). `marker_producers`:
+    producer id -> epoch, for producers whose state holds no data batch (a marker of a
+    bumped epoch came last): their markers of that epoch stay, empty if need be, as
+    Kafka keeps them for fencing. `txns`: the round's transaction state, one for all the
+    calls of a round (a fresh one, with no aborted transaction, if None)."""
     st = stats if stats is not None else CleanerStats()
+    tx = txns if txns is not None else CleanedTransactions(())
+    producers = _Producers(active_producers, marker_producers)
     out: list[CleanedPart] = []
     for entry, blob in parts:
         kept = bytearray()
@@ -292,9 +315,7 @@ def clean(
         for pos, h in iter_batches(blob):
             batch = blob[pos : pos + h.size]
             st.bytes_read += h.size
-            data, batch_horizon = _clean_batch(
-                h, batch, offsets, config, now_ms, active_producers, st
-            )
+            data, batch_horizon = _clean_batch(h, batch, offsets, config, now_ms, producers, tx, st)
             if data is None:
                 continue
             if first < 0:
@@ -322,25 +343,45 @@ def _max_timestamp(batch: bytes) -> int:
     return next(iter_batches(batch))[1].max_timestamp
 
 
+@dataclass(frozen=True, slots=True)
+class _Producers:
+    last_data: Mapping[int, int]
+    marker_epochs: Mapping[int, int]
+
+    def keeps(self, h: BatchHeader, last: int) -> bool:
+        """Whether the batch holds its producer's state (Kafka's
+        isBatchLastRecordOfProducer): the last data batch, else its markers at its
+        epoch."""
+        if h.producer_id < 0:
+            return False
+        data = self.last_data.get(h.producer_id)
+        if data is not None:
+            return data == last
+        return h.is_control and self.marker_epochs.get(h.producer_id) == h.producer_epoch
+
+
 def _clean_batch(
     h: BatchHeader,
     batch: bytes,
     offsets: OffsetMap,
     config: CleanerConfig,
     now_ms: int,
-    active_producers: Mapping[int, int],
+    producers: _Producers,
+    txns: CleanedTransactions,
     st: CleanerStats,
 ) -> tuple[bytes | None, int | None]:
     """One batch after cleaning (None: it goes), and its delete horizon if it keeps a
-    tombstone. Kafka's checkBatchRetention and shouldRetainRecord."""
+    tombstone or a marker that may go. Kafka's checkBatchRetention and
+    shouldRetainRecord."""
     last = h.base_offset + h.last_offset_delta
+    # The round's last batch keeps the last offset.
+    retain_empty = producers.keeps(h, last) or last + 1 == offsets.end
     if h.is_control:
-        # Produce refuses transactional batches, so none is stored; a marker would stay
-        # until its transaction's records went, which this cleaner does not track.
-        return batch, None
-    retain_empty = (h.producer_id >= 0 and active_producers.get(h.producer_id) == last) or (
-        last + 1 == offsets.end  # the round's last batch keeps the last offset
-    )
+        return _clean_marker(h, batch, config, now_ms, retain_empty, txns, st)
+    if txns.on_batch(h):
+        st.records_read += h.record_count
+        st.aborted_dropped += h.record_count
+        return (empty_batch(h) if retain_empty else None), None
     horizon = delete_horizon(h)
     records = stored_records(h, batch, config.max_message_bytes)
     st.records_read += len(records)
@@ -368,6 +409,35 @@ def _clean_batch(
     if not tombstones:
         horizon = None  # none left to time: no horizon that would call for cleaning again
     return rebuild_batch(h, kept, codec, horizon, config.levels), horizon
+
+
+def _clean_marker(
+    h: BatchHeader,
+    batch: bytes,
+    config: CleanerConfig,
+    now_ms: int,
+    retain_empty: bool,
+    txns: CleanedTransactions,
+    st: CleanerStats,
+) -> tuple[bytes | None, int | None]:
+    """A control batch after cleaning: a marker whose transaction has no batch left may
+    go; it is kept until a delete horizon set now (Kafka piggy-backs markers on the
+    tombstones' KIP-534 horizon), then dropped (or emptied, when it holds its
+    producer's epoch)."""
+    records = stored_records(h, batch, config.max_message_bytes)
+    may_go = txns.on_control(h, control_type(records[0].key) if records else EMPTY)
+    horizon = delete_horizon(h)
+    if may_go and horizon is not None and now_ms >= horizon:
+        st.markers_dropped += len(records)
+        return (empty_batch(h) if retain_empty else None), None
+    if not records:  # emptied by an earlier round: Kafka's DELETE_EMPTY or RETAIN_EMPTY
+        return (batch if retain_empty else None), None
+    if not may_go:
+        return batch, None
+    if horizon is None:
+        horizon = now_ms + config.delete_retention_ms
+        return rebuild_batch(h, records, h.compression, horizon, config.levels), horizon
+    return batch, horizon
 
 
 # -- 4. the objects -----------------------------------------------------------------

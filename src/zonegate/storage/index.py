@@ -8,7 +8,9 @@ storage layer asks of a durable store for them (the metadata store implements
 it): the partition's state, its entries, and the group commit that appends
 entries and producer state in one transaction fenced by leader epoch.
 Producer state rides in the same commit because idempotence must move exactly
-with the offsets it vouches for.
+with the offsets it vouches for; so do a producer's transaction columns and the
+aborted-transaction index (docs/transactions.md), which read_committed fetches are
+answered from.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from __future__ import annotations
 import bisect
 import operator
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Protocol
+
+from zonegate.transactions.partition_txns import AbortedTxn
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +81,15 @@ class ProducerEntry:
     producer_id: int
     epoch: int
     batches: tuple[ProducerBatch, ...]  # the last five, oldest first
+    # Transactions: the coordinator epoch of the producer's last marker here (-1: none),
+    # and the first offset of its transaction open here (None: none open).
+    coordinator_epoch: int = -1
+    txn_first_offset: int | None = None
+    # Kept in memory only (-1 once loaded: unknown): the largest timestamp of its last
+    # batch or marker (DescribeProducers' lastTimestamp, as Kafka), and the leader's clock
+    # at that append (producer.id.expiration.ms). Not part of a row's identity.
+    last_timestamp: int = field(default=-1, compare=False)
+    last_ms: int = field(default=-1, compare=False)
 
     @property
     def last_seq(self) -> int:
@@ -90,6 +103,8 @@ class PartitionState:
     log_start_offset: int
     next_offset: int
     producers: dict[int, ProducerEntry]
+    # The aborted-transaction index from the log start on, by the abort marker's offset.
+    aborted: tuple[AbortedTxn, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +116,7 @@ class PartitionCommit:
     next_offset: int
     entries: tuple[IndexEntry, ...]
     producers: tuple[ProducerEntry, ...]
+    aborted: tuple[AbortedTxn, ...] = ()  # index entries the cycle's abort markers add
 
 
 class UnknownStream(LookupError):
@@ -161,17 +177,22 @@ class StreamStore(Protocol):
         leader_epoch: int,
         old: Sequence[IndexEntry],
         new: Sequence[IndexEntry],
+        *,
+        drop_aborted: Sequence[int] = (),
     ) -> bool:
         """Swaps entries `old` for `new` (the same offsets, rewritten elsewhere) in one
         transaction fenced by `leader_epoch`. False, and nothing changed, when any of
         `old` is no longer there (retention or DeleteRecords removed it meanwhile); new
-        entries wholly below the log start are not written. Raises UnknownStream and
-        LeaderEpochFenced as truncate_head does."""
+        entries wholly below the log start are not written. `drop_aborted`: the marker
+        offsets of aborted transactions to delete in the same transaction (cleaning
+        removed their records). Raises UnknownStream and LeaderEpochFenced as
+        truncate_head does."""
         ...
 
     async def truncate_head(self, stream_id: int, leader_epoch: int, log_start: int) -> int:
         """Moves the stream's log start offset up to `log_start` (never down) and deletes
-        the entries wholly below it, in one transaction fenced by `leader_epoch`;
+        the entries (and aborted transactions) wholly below it, in one transaction fenced
+        by `leader_epoch`;
         returns the log start offset now. Raises UnknownStream for an unknown stream and
         LeaderEpochFenced when the epoch moved (nothing changed)."""
         ...

@@ -24,41 +24,49 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,zonegate/leader_forwarder/proto/leader.proto\x12\x12zonegate.leader.v1\"\xe0\x01\n\x0c\x42\x61tchSummary\x12\x11\n\tstream_id\x18\x01 \x01(\x03\x12\x14\n\x0cleader_epoch\x18\x02 \x01(\x05\x12\x14\n\x0cobject_index\x18\x03 \x01(\r\x12\x10\n\x08position\x18\x04 \x01(\x04\x12\x0e\n\x06length\x18\x05 \x01(\r\x12\x14\n\x0crecord_count\x18\x06 \x01(\x05\x12\x15\n\rmax_timestamp\x18\x07 \x01(\x03\x12\x13\n\x0bproducer_id\x18\x08 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\t \x01(\x05\x12\x15\n\rbase_sequence\x18\n \x01(\x05\"j\n\rAppendRequest\x12\x13\n\x0bobject_keys\x18\x01 \x03(\t\x12\x31\n\x07\x62\x61tches\x18\x02 \x03(\x0b\x32 .zonegate.leader.v1.BatchSummary\x12\x11\n\tfrom_node\x18\x03 \x01(\x05\"P\n\x0b\x42\x61tchResult\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x13\n\x0b\x62\x61se_offset\x18\x02 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x03 \x01(\x03\"B\n\x0e\x41ppendResponse\x12\x30\n\x07results\x18\x01 \x03(\x0b\x32\x1f.zonegate.leader.v1.BatchResult\"\x9a\x01\n\x10ReadIndexRequest\x12\x11\n\tstream_id\x18\x01 \x01(\x03\x12*\n\x04mode\x18\x02 \x01(\x0e\x32\x1c.zonegate.leader.v1.ReadMode\x12\x0e\n\x06offset\x18\x03 \x01(\x03\x12\x11\n\ttimestamp\x18\x04 \x01(\x03\x12\x11\n\tmax_bytes\x18\x05 \x01(\x05\x12\x11\n\tfrom_node\x18\x06 \x01(\x05\"\x96\x01\n\nIndexEntry\x12\x13\n\x0b\x62\x61se_offset\x18\x01 \x01(\x03\x12\x13\n\x0blast_offset\x18\x02 \x01(\x03\x12\x12\n\nobject_key\x18\x03 \x01(\t\x12\x10\n\x08position\x18\x04 \x01(\x04\x12\x0e\n\x06length\x18\x05 \x01(\r\x12\x15\n\rmax_timestamp\x18\x06 \x01(\x03\x12\x11\n\tappend_ms\x18\x07 \x01(\x03\"\xa0\x01\n\x11ReadIndexResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12/\n\x07\x65ntries\x18\x02 \x03(\x0b\x32\x1e.zonegate.leader.v1.IndexEntry\x12\x16\n\x0ehigh_watermark\x18\x03 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x04 \x01(\x03\x12\x14\n\x0cleader_epoch\x18\x05 \x01(\x05\"5\n\x0cWatchRequest\x12\x12\n\nstream_ids\x18\x01 \x03(\x03\x12\x11\n\tfrom_node\x18\x02 \x01(\x05\"7\n\nWatchEvent\x12\x11\n\tstream_id\x18\x01 \x01(\x03\x12\x16\n\x0ehigh_watermark\x18\x02 \x01(\x03\"I\n\x10GroupCallRequest\x12\x11\n\tfrom_node\x18\x01 \x01(\x05\x12\x0f\n\x07payload\x18\x02 \x01(\x0c\x12\x11\n\tprincipal\x18\x03 \x01(\t\"$\n\x11GroupCallResponse\x12\x0f\n\x07payload\x18\x01 \x01(\x0c\"_\n\x14\x44\x65leteRecordsRequest\x12\x11\n\tstream_id\x18\x01 \x01(\x03\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x11\n\tfrom_node\x18\x03 \x01(\x05\x12\x11\n\tprincipal\x18\x04 \x01(\t\"E\n\x15\x44\x65leteRecordsResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x18\n\x10log_start_offset\x18\x02 \x01(\x03*R\n\x08ReadMode\x12\x0f\n\x0b\x46ROM_OFFSET\x10\x00\x12\x12\n\x0e\x46ROM_TIMESTAMP\x10\x01\x12\x11\n\rMAX_TIMESTAMP\x10\x02\x12\x0e\n\nWATERMARKS\x10\x03\x32\xc0\x03\n\x06Leader\x12O\n\x06\x41ppend\x12!.zonegate.leader.v1.AppendRequest\x1a\".zonegate.leader.v1.AppendResponse\x12X\n\tReadIndex\x12$.zonegate.leader.v1.ReadIndexRequest\x1a%.zonegate.leader.v1.ReadIndexResponse\x12K\n\x05Watch\x12 .zonegate.leader.v1.WatchRequest\x1a\x1e.zonegate.leader.v1.WatchEvent0\x01\x12X\n\tGroupCall\x12$.zonegate.leader.v1.GroupCallRequest\x1a%.zonegate.leader.v1.GroupCallResponse\x12\x64\n\rDeleteRecords\x12(.zonegate.leader.v1.DeleteRecordsRequest\x1a).zonegate.leader.v1.DeleteRecordsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,zonegate/leader_forwarder/proto/leader.proto\x12\x12zonegate.leader.v1\"\xd6\x02\n\x0c\x42\x61tchSummary\x12\x11\n\tstream_id\x18\x01 \x01(\x03\x12\x14\n\x0cleader_epoch\x18\x02 \x01(\x05\x12\x14\n\x0cobject_index\x18\x03 \x01(\r\x12\x10\n\x08position\x18\x04 \x01(\x04\x12\x0e\n\x06length\x18\x05 \x01(\r\x12\x14\n\x0crecord_count\x18\x06 \x01(\x05\x12\x15\n\rmax_timestamp\x18\x07 \x01(\x03\x12\x13\n\x0bproducer_id\x18\x08 \x01(\x03\x12\x16\n\x0eproducer_epoch\x18\t \x01(\x05\x12\x15\n\rbase_sequence\x18\n \x01(\x05\x12\x15\n\rtransactional\x18\x0b \x01(\x08\x12\x0f\n\x07\x63ontrol\x18\x0c \x01(\x05\x12\x19\n\x11\x63oordinator_epoch\x18\r \x01(\x05\x12\x18\n\x10transactional_id\x18\x0e \x01(\t\x12\x17\n\x0fproduce_version\x18\x0f \x01(\x05\"j\n\rAppendRequest\x12\x13\n\x0bobject_keys\x18\x01 \x03(\t\x12\x31\n\x07\x62\x61tches\x18\x02 \x03(\x0b\x32 .zonegate.leader.v1.BatchSummary\x12\x11\n\tfrom_node\x18\x03 \x01(\x05\"P\n\x0b\x42\x61tchResult\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x13\n\x0b\x62\x61se_offset\x18\x02 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x03 \x01(\x03\"B\n\x0e\x41ppendResponse\x12\x30\n\x07results\x18\x01 \x03(\x0b\x32\x1f.zonegate.leader.v1.BatchResult\"\xb2\x01\n\x10ReadIndexRequest\x12\x11\n\tstream_id\x18\x01 \x01(\x03\x12*\n\x04mode\x18\x02 \x01(\x0e\x32\x1c.zonegate.leader.v1.ReadMode\x12\x0e\n\x06offset\x18\x03 \x01(\x03\x12\x11\n\ttimestamp\x18\x04 \x01(\x03\x12\x11\n\tmax_bytes\x18\x05 \x01(\x05\x12\x11\n\tfrom_node\x18\x06 \x01(\x05\x12\x16\n\x0eread_committed\x18\x07 \x01(\x08\"\x96\x01\n\nIndexEntry\x12\x13\n\x0b\x62\x61se_offset\x18\x01 \x01(\x03\x12\x13\n\x0blast_offset\x18\x02 \x01(\x03\x12\x12\n\nobject_key\x18\x03 \x01(\t\x12\x10\n\x08position\x18\x04 \x01(\x04\x12\x0e\n\x06length\x18\x05 \x01(\r\x12\x15\n\rmax_timestamp\x18\x06 \x01(\x03\x12\x11\n\tappend_ms\x18\x07 \x01(\x03\"\xa5\x02\n\x11ReadIndexResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12/\n\x07\x65ntries\x18\x02 \x03(\x0b\x32\x1e.zonegate.leader.v1.IndexEntry\x12\x16\n\x0ehigh_watermark\x18\x03 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x04 \x01(\x03\x12\x14\n\x0cleader_epoch\x18\x05 \x01(\x05\x12\x1a\n\x12last_stable_offset\x18\x06 \x01(\x03\x12\x31\n\x07\x61\x62orted\x18\x07 \x03(\x0b\x32 .zonegate.leader.v1.AbortedRange\x12\x34\n\tproducers\x18\x08 \x03(\x0b\x32!.zonegate.leader.v1.ProducerState\"\x97\x01\n\rProducerState\x12\x13\n\x0bproducer_id\x18\x01 \x01(\x03\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x15\n\rlast_sequence\x18\x03 \x01(\x05\x12\x16\n\x0elast_timestamp\x18\x04 \x01(\x03\x12\x19\n\x11\x63oordinator_epoch\x18\x05 \x01(\x05\x12\x18\n\x10txn_start_offset\x18\x06 \x01(\x03\"9\n\x0c\x41\x62ortedRange\x12\x13\n\x0bproducer_id\x18\x01 \x01(\x03\x12\x14\n\x0c\x66irst_offset\x18\x02 \x01(\x03\"5\n\x0cWatchRequest\x12\x12\n\nstream_ids\x18\x01 \x03(\x03\x12\x11\n\tfrom_node\x18\x02 \x01(\x05\"7\n\nWatchEvent\x12\x11\n\tstream_id\x18\x01 \x01(\x03\x12\x16\n\x0ehigh_watermark\x18\x02 \x01(\x03\"I\n\x10GroupCallRequest\x12\x11\n\tfrom_node\x18\x01 \x01(\x05\x12\x0f\n\x07payload\x18\x02 \x01(\x0c\x12\x11\n\tprincipal\x18\x03 \x01(\t\"$\n\x11GroupCallResponse\x12\x0f\n\x07payload\x18\x01 \x01(\x0c\"G\n\x0eTxnCallRequest\x12\x11\n\tfrom_node\x18\x01 \x01(\x05\x12\x0f\n\x07payload\x18\x02 \x01(\x0c\x12\x11\n\tprincipal\x18\x03 \x01(\t\"\"\n\x0fTxnCallResponse\x12\x0f\n\x07payload\x18\x01 \x01(\x0c\"_\n\x14\x44\x65leteRecordsRequest\x12\x11\n\tstream_id\x18\x01 \x01(\x03\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x11\n\tfrom_node\x18\x03 \x01(\x05\x12\x11\n\tprincipal\x18\x04 \x01(\t\"E\n\x15\x44\x65leteRecordsResponse\x12\x12\n\nerror_code\x18\x01 \x01(\x05\x12\x18\n\x10log_start_offset\x18\x02 \x01(\x03*a\n\x08ReadMode\x12\x0f\n\x0b\x46ROM_OFFSET\x10\x00\x12\x12\n\x0e\x46ROM_TIMESTAMP\x10\x01\x12\x11\n\rMAX_TIMESTAMP\x10\x02\x12\x0e\n\nWATERMARKS\x10\x03\x12\r\n\tPRODUCERS\x10\x04\x32\x94\x04\n\x06Leader\x12O\n\x06\x41ppend\x12!.zonegate.leader.v1.AppendRequest\x1a\".zonegate.leader.v1.AppendResponse\x12X\n\tReadIndex\x12$.zonegate.leader.v1.ReadIndexRequest\x1a%.zonegate.leader.v1.ReadIndexResponse\x12K\n\x05Watch\x12 .zonegate.leader.v1.WatchRequest\x1a\x1e.zonegate.leader.v1.WatchEvent0\x01\x12X\n\tGroupCall\x12$.zonegate.leader.v1.GroupCallRequest\x1a%.zonegate.leader.v1.GroupCallResponse\x12R\n\x07TxnCall\x12\".zonegate.leader.v1.TxnCallRequest\x1a#.zonegate.leader.v1.TxnCallResponse\x12\x64\n\rDeleteRecords\x12(.zonegate.leader.v1.DeleteRecordsRequest\x1a).zonegate.leader.v1.DeleteRecordsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'zonegate.leader_forwarder.proto.leader_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_READMODE']._serialized_start=1419
-  _globals['_READMODE']._serialized_end=1501
+  _globals['_READMODE']._serialized_start=2016
+  _globals['_READMODE']._serialized_end=2113
   _globals['_BATCHSUMMARY']._serialized_start=69
-  _globals['_BATCHSUMMARY']._serialized_end=293
-  _globals['_APPENDREQUEST']._serialized_start=295
-  _globals['_APPENDREQUEST']._serialized_end=401
-  _globals['_BATCHRESULT']._serialized_start=403
-  _globals['_BATCHRESULT']._serialized_end=483
-  _globals['_APPENDRESPONSE']._serialized_start=485
-  _globals['_APPENDRESPONSE']._serialized_end=551
-  _globals['_READINDEXREQUEST']._serialized_start=554
-  _globals['_READINDEXREQUEST']._serialized_end=708
-  _globals['_INDEXENTRY']._serialized_start=711
-  _globals['_INDEXENTRY']._serialized_end=861
-  _globals['_READINDEXRESPONSE']._serialized_start=864
-  _globals['_READINDEXRESPONSE']._serialized_end=1024
-  _globals['_WATCHREQUEST']._serialized_start=1026
-  _globals['_WATCHREQUEST']._serialized_end=1079
-  _globals['_WATCHEVENT']._serialized_start=1081
-  _globals['_WATCHEVENT']._serialized_end=1136
-  _globals['_GROUPCALLREQUEST']._serialized_start=1138
-  _globals['_GROUPCALLREQUEST']._serialized_end=1211
-  _globals['_GROUPCALLRESPONSE']._serialized_start=1213
-  _globals['_GROUPCALLRESPONSE']._serialized_end=1249
-  _globals['_DELETERECORDSREQUEST']._serialized_start=1251
-  _globals['_DELETERECORDSREQUEST']._serialized_end=1346
-  _globals['_DELETERECORDSRESPONSE']._serialized_start=1348
-  _globals['_DELETERECORDSRESPONSE']._serialized_end=1417
-  _globals['_LEADER']._serialized_start=1504
-  _globals['_LEADER']._serialized_end=1952
+  _globals['_BATCHSUMMARY']._serialized_end=411
+  _globals['_APPENDREQUEST']._serialized_start=413
+  _globals['_APPENDREQUEST']._serialized_end=519
+  _globals['_BATCHRESULT']._serialized_start=521
+  _globals['_BATCHRESULT']._serialized_end=601
+  _globals['_APPENDRESPONSE']._serialized_start=603
+  _globals['_APPENDRESPONSE']._serialized_end=669
+  _globals['_READINDEXREQUEST']._serialized_start=672
+  _globals['_READINDEXREQUEST']._serialized_end=850
+  _globals['_INDEXENTRY']._serialized_start=853
+  _globals['_INDEXENTRY']._serialized_end=1003
+  _globals['_READINDEXRESPONSE']._serialized_start=1006
+  _globals['_READINDEXRESPONSE']._serialized_end=1299
+  _globals['_PRODUCERSTATE']._serialized_start=1302
+  _globals['_PRODUCERSTATE']._serialized_end=1453
+  _globals['_ABORTEDRANGE']._serialized_start=1455
+  _globals['_ABORTEDRANGE']._serialized_end=1512
+  _globals['_WATCHREQUEST']._serialized_start=1514
+  _globals['_WATCHREQUEST']._serialized_end=1567
+  _globals['_WATCHEVENT']._serialized_start=1569
+  _globals['_WATCHEVENT']._serialized_end=1624
+  _globals['_GROUPCALLREQUEST']._serialized_start=1626
+  _globals['_GROUPCALLREQUEST']._serialized_end=1699
+  _globals['_GROUPCALLRESPONSE']._serialized_start=1701
+  _globals['_GROUPCALLRESPONSE']._serialized_end=1737
+  _globals['_TXNCALLREQUEST']._serialized_start=1739
+  _globals['_TXNCALLREQUEST']._serialized_end=1810
+  _globals['_TXNCALLRESPONSE']._serialized_start=1812
+  _globals['_TXNCALLRESPONSE']._serialized_end=1846
+  _globals['_DELETERECORDSREQUEST']._serialized_start=1848
+  _globals['_DELETERECORDSREQUEST']._serialized_end=1943
+  _globals['_DELETERECORDSRESPONSE']._serialized_start=1945
+  _globals['_DELETERECORDSRESPONSE']._serialized_end=2014
+  _globals['_LEADER']._serialized_start=2116
+  _globals['_LEADER']._serialized_end=2648
 # @@protoc_insertion_point(module_scope)

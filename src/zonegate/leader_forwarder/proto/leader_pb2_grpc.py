@@ -54,6 +54,11 @@ class LeaderStub:
                 request_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.GroupCallRequest.SerializeToString,
                 response_deserializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.GroupCallResponse.FromString,
                 _registered_method=True)
+        self.TxnCall = channel.unary_unary(
+                '/zonegate.leader.v1.Leader/TxnCall',
+                request_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.TxnCallRequest.SerializeToString,
+                response_deserializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.TxnCallResponse.FromString,
+                _registered_method=True)
         self.DeleteRecords = channel.unary_unary(
                 '/zonegate.leader.v1.Leader/DeleteRecords',
                 request_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.DeleteRecordsRequest.SerializeToString,
@@ -95,6 +100,16 @@ class LeaderServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TxnCall(self, request, context):
+        """A transaction-coordinator call for a shard this node owns, passed on the same way
+        (services/txn_routing.py): InitProducerId with a transactional id, AddPartitionsToTxn
+        (and its verify-only form from a partition's leader), AddOffsetsToTxn, EndTxn,
+        DescribeTransactions, ListTransactions. Transaction metadata only, never records.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def DeleteRecords(self, request, context):
         """DeleteRecords: move a partition's log start offset up to an offset (-1: the high
         watermark), dropping the index entries wholly below it. Only its leader may.
@@ -125,6 +140,11 @@ def add_LeaderServicer_to_server(servicer, server):
                     servicer.GroupCall,
                     request_deserializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.GroupCallRequest.FromString,
                     response_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.GroupCallResponse.SerializeToString,
+            ),
+            'TxnCall': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnCall,
+                    request_deserializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.TxnCallRequest.FromString,
+                    response_serializer=zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.TxnCallResponse.SerializeToString,
             ),
             'DeleteRecords': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteRecords,
@@ -240,6 +260,33 @@ class Leader:
             '/zonegate.leader.v1.Leader/GroupCall',
             zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.GroupCallRequest.SerializeToString,
             zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.GroupCallResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnCall(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/zonegate.leader.v1.Leader/TxnCall',
+            zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.TxnCallRequest.SerializeToString,
+            zonegate_dot_leader__forwarder_dot_proto_dot_leader__pb2.TxnCallResponse.FromString,
             options,
             channel_credentials,
             insecure,

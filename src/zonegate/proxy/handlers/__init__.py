@@ -1,6 +1,8 @@
 """One module per Kafka API; importing this package registers them all."""
 
 from zonegate.proxy.handlers import (  # noqa: F401
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
@@ -21,9 +23,12 @@ from zonegate.proxy.handlers import (  # noqa: F401
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_topic_partitions,
+    describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -33,6 +38,7 @@ from zonegate.proxy.handlers import (  # noqa: F401
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -43,4 +49,6 @@ from zonegate.proxy.handlers import (  # noqa: F401
     sasl_authenticate,
     sasl_handshake,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )

@@ -7,7 +7,10 @@ a consumer can make progress; long polls wait up to `max_wait_ms` for
 id 0, which clients take as "send full requests". A consumer over its
 consumer_byte_rate quota gets an empty answer and a throttle time, as Kafka's. A
 topic the principal may not READ gets TOPIC_AUTHORIZATION_FAILED on each of its
-partitions and no bytes, as Kafka's KafkaApis.handleFetchRequest.
+partitions and no bytes, as Kafka's KafkaApis.handleFetchRequest. Every answer
+carries the last stable offset; with isolation_level 1 (read_committed) nothing at or
+past it is answered, and the aborted transactions of the range are named so that the
+client skips their records (docs/transactions.md).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from zonegate.proxy.schema import make
 from zonegate.services.api import AclOperation, FetchedPartition, FetchPartition
 
 API_KEY = 1
+READ_COMMITTED = 1  # isolation_level (KIP-98): 0 read_uncommitted, 1 read_committed
 
 
 @REGISTRY.register(API_KEY, 4, 12)
@@ -48,6 +52,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             max_bytes=getattr(request, "max_bytes", 0x7FFFFFFF),
             min_bytes=request.min_bytes,
             max_wait_s=request.max_wait.total_seconds(),
+            read_committed=request.isolation_level == READ_COMMITTED,
         )
         if wanted
         else []
@@ -64,6 +69,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
 def _answer(ctx: RequestContext, parts: list[FetchedPartition]) -> Any:
     part_cls = cls(ctx, "PartitionData")
+    aborted_cls = cls(ctx, "AbortedTransaction")
     topic_cls = cls(ctx, "FetchableTopicResponse")
     by_topic: dict[str, list[Any]] = {}
     for p in parts:
@@ -73,14 +79,19 @@ def _answer(ctx: RequestContext, parts: list[FetchedPartition]) -> Any:
                 partition_index=p.partition,
                 error_code=p.error,
                 high_watermark=p.high_watermark,
-                last_stable_offset=p.high_watermark,
+                last_stable_offset=p.high_watermark
+                if p.last_stable_offset < 0
+                else p.last_stable_offset,
                 log_start_offset=p.log_start_offset,
                 diverging_epoch=make(cls(ctx, "EpochEndOffset")) if ctx.api_version >= 12 else None,
                 current_leader=make(cls(ctx, "LeaderIdAndEpoch"))
                 if ctx.api_version >= 12
                 else None,
                 snapshot_id=make(cls(ctx, "SnapshotId")) if ctx.api_version >= 12 else None,
-                aborted_transactions=(),
+                aborted_transactions=tuple(
+                    make(aborted_cls, producer_id=pid, first_offset=first)
+                    for pid, first in p.aborted_transactions
+                ),
                 preferred_read_replica=-1,
                 records=p.records,
             )

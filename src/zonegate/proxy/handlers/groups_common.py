@@ -11,12 +11,23 @@ from kio.schema.errors import ErrorCode
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.handlers.common import cls
 from zonegate.proxy.schema import make
+from zonegate.transactions.states import shard_for
 
 
 def ms(value: datetime.timedelta | int) -> int:
     if isinstance(value, datetime.timedelta):
         return int(value.total_seconds() * 1000)
     return int(value)
+
+
+OFFSETS_TOPIC = "__consumer_offsets"
+_OFFSETS_PARTITIONS = 50  # offsets.topic.num.partitions: Kafka's default
+
+
+def offsets_partition(group_id: str) -> int:
+    """The group's partition of `__consumer_offsets`, as Kafka's partitionFor computes it
+    (transactions add it: AddOffsetsToTxn, TxnOffsetCommit v5)."""
+    return shard_for(group_id, _OFFSETS_PARTITIONS)
 
 
 def group_id_error(group_id: str | None) -> ErrorCode:

@@ -2,7 +2,9 @@
 
 By timestamp the read path (services/read_path.py) finds the exact first
 record at or after the target, as Kafka's time index does; max timestamp
-likewise returns the exact record.
+likewise returns the exact record. With isolation_level 1 (read_committed, v2+),
+latest is the last stable offset and an offset found at or past it is no answer
+(-1), as Kafka's lastFetchableOffset.
 
 v0 answers a list of up to `max_num_offsets` offsets, newest first, computed
 as Kafka 3.9 computes it (`UnifiedLog.legacyFetchOffsetsBefore`) from a
@@ -41,10 +43,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         ctx, AclOperation.DESCRIBE, TOPIC, request.topics, lambda t: t.name
     )
     refused = OffsetAnswer(ErrorCode.topic_authorization_failed)
+    # isolation_level (v2+): 1 is read_committed (KIP-98)
+    committed = getattr(request, "isolation_level", 0) == 1
     for t in request.topics:
         answers = []
         for p in t.partitions:
-            a = await _answer(ctx, t.name, p) if t.name in allowed else refused
+            a = await _answer(ctx, t.name, p, committed) if t.name in allowed else refused
             # Each version's fields only: v0 its list of offsets, v1+ the one offset.
             answers.append(
                 make(
@@ -63,11 +67,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return make(cls(ctx, "ListOffsetsResponse"), throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-async def _answer(ctx: RequestContext, topic: str, p: Any) -> OffsetAnswer:
+async def _answer(ctx: RequestContext, topic: str, p: Any, committed: bool) -> OffsetAnswer:
     if ctx.api_version == 0:
         return await ctx.services.fetch.legacy_offsets(
             topic, p.partition_index, p.timestamp, p.max_num_offsets
         )
     return await ctx.services.fetch.list_offset(
-        topic, p.partition_index, p.timestamp, max_timestamp_allowed=ctx.api_version >= 7
+        topic,
+        p.partition_index,
+        p.timestamp,
+        max_timestamp_allowed=ctx.api_version >= 7,
+        read_committed=committed,
     )

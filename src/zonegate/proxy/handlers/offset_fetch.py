@@ -10,6 +10,10 @@ As Kafka's KafkaApis: a group the principal may not DESCRIBE answers
 GROUP_AUTHORIZATION_FAILED; a topic asked for by name that it may not DESCRIBE
 answers TOPIC_AUTHORIZATION_FAILED on its partitions, and a request for every
 offset leaves such topics out.
+
+With `require_stable` (v7+, KIP-447), a partition whose offset is pending in an open
+transaction (TxnOffsetCommit, docs/transactions.md) answers UNSTABLE_OFFSET_COMMIT with
+no offset, and the consumer asks again once the transaction ended, as with Kafka.
 """
 
 from __future__ import annotations
@@ -27,9 +31,30 @@ from zonegate.services.api import AclOperation, CommittedOffset
 
 API_KEY = 9
 REFUSED = -2  # the commit time marking a partition answered TOPIC_AUTHORIZATION_FAILED
+UNSTABLE = -3  # the commit time marking a partition answered UNSTABLE_OFFSET_COMMIT
 
 
 async def _fetch(
+    ctx: RequestContext,
+    group_id: str,
+    topics: Any,
+    member_id: str | None,
+    member_epoch: int,
+    require_stable: bool,
+) -> tuple[ErrorCode, list[CommittedOffset]]:
+    error, offsets = await _fetch_allowed(ctx, group_id, topics, member_id, member_epoch)
+    if not require_stable or error != ErrorCode.none or not offsets:
+        return error, offsets
+    pending = set(await ctx.services.groups.pending_offsets(group_id))
+    return error, [
+        CommittedOffset(o.topic, o.partition, -1, -1, "", UNSTABLE)
+        if (o.topic, o.partition) in pending and o.commit_ms != REFUSED
+        else o
+        for o in offsets
+    ]
+
+
+async def _fetch_allowed(
     ctx: RequestContext, group_id: str, topics: Any, member_id: str | None, member_epoch: int
 ) -> tuple[ErrorCode, list[CommittedOffset]]:
     if not authorize(ctx, AclOperation.DESCRIBE, GROUP, group_id):
@@ -60,6 +85,12 @@ async def _fetch(
     return error, found + refused
 
 
+_ERRORS = {
+    REFUSED: ErrorCode.topic_authorization_failed,
+    UNSTABLE: ErrorCode.unstable_offset_commit,
+}
+
+
 def _topics(
     ctx: RequestContext, offsets: list[CommittedOffset], topic_name: str, part_name: str
 ) -> tuple[Any, ...]:
@@ -78,11 +109,7 @@ def _topics(
                     committed_offset=o.offset,
                     committed_leader_epoch=o.leader_epoch,
                     metadata=o.metadata,
-                    error_code=(
-                        ErrorCode.topic_authorization_failed
-                        if o.commit_ms == REFUSED
-                        else ErrorCode.none
-                    ),
+                    error_code=_ERRORS.get(o.commit_ms, ErrorCode.none),
                 )
                 for o in parts
             ),
@@ -95,7 +122,14 @@ def _topics(
 async def handle(ctx: RequestContext, request: Any) -> Any:
     answer = cls(ctx, "OffsetFetchResponse")
     if ctx.api_version < 8:
-        error, offsets = await _fetch(ctx, request.group_id, request.topics, None, -1)
+        error, offsets = await _fetch(
+            ctx,
+            request.group_id,
+            request.topics,
+            None,
+            -1,
+            getattr(request, "require_stable", False),
+        )
         return make(
             answer,
             throttle_time=NO_THROTTLE,
@@ -113,6 +147,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             g.topics,
             getattr(g, "member_id", None),
             getattr(g, "member_epoch", -1),
+            request.require_stable,
         )
         groups.append(
             make(

@@ -1,4 +1,4 @@
-"""Produce (key 0), v3-11: the write path (services/write_path.py), then the answer.
+"""Produce (key 0), v3-12: the write path (services/write_path.py), then the answer.
 
 A bad batch fails only its partition (CORRUPT_MESSAGE and the reason). The
 answer waits until the batches are in the object store and indexed by their
@@ -6,6 +6,13 @@ partitions' leaders: acks=1 and acks=-1 both mean "durable and indexed".
 acks=0 is processed the same way but never answered. A topic the principal may not
 WRITE gets TOPIC_AUTHORIZATION_FAILED on each of its partitions and nothing of it is
 written, as Kafka's KafkaApis.handleProduceRequest.
+
+A request with transactional batches (the first batch of some partition has the
+transactional bit, as Kafka's RequestUtils.hasTransactionalRecords looks) needs a
+transactional id the principal may WRITE, else every partition is answered
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED and nothing is written, as Kafka 4. The id and the
+request's version go with the batches to their leaders, which verify them with the
+transaction coordinator (KIP-890: v12 adds the partition to the transaction itself).
 """
 
 from __future__ import annotations
@@ -15,7 +22,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from zonegate.proxy.authz import TOPIC, authorized_by_name
+from zonegate.kafka_errors import error_info
+from zonegate.proxy.authz import TOPIC, TRANSACTIONAL_ID, authorize, authorized_by_name
 from zonegate.proxy.codec import EncodedBody
 from zonegate.proxy.context import RequestContext
 from zonegate.proxy.registry import REGISTRY
@@ -24,8 +32,25 @@ from zonegate.services.api import AclOperation, ProducedPartition, ProducePartit
 API_KEY = 0
 
 
-@REGISTRY.register(API_KEY, 3, 11)
+@REGISTRY.register(API_KEY, 3, 12)
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    transactional_id = request.transactional_id
+    if _has_transactional_records(request) and (
+        transactional_id is None
+        or not authorize(ctx, AclOperation.WRITE, TRANSACTIONAL_ID, transactional_id)
+    ):
+        if request.acks == 0:
+            return None
+        return _encode_answer(
+            ctx.api_version,
+            [
+                ProducedPartition(
+                    t.name, pd.index, _TXN_DENIED, error_info(_TXN_DENIED).description
+                )
+                for t in request.topic_data
+                for pd in t.partition_data
+            ],
+        )
     allowed = authorized_by_name(
         ctx, AclOperation.WRITE, TOPIC, request.topic_data, lambda t: t.name
     )
@@ -36,7 +61,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         for pd in topic_data.partition_data
     ]
     answers = (
-        await ctx.services.produce.produce(parts, client=ctx.client.describe()) if parts else []
+        await ctx.services.produce.produce(
+            parts,
+            client=ctx.client.describe(),
+            transactional_id=transactional_id,
+            produce_version=ctx.api_version,
+        )
+        if parts
+        else []
     )
     if len(allowed) < len({t.name for t in request.topic_data}):
         answers = _with_refused(request, allowed, answers)
@@ -48,6 +80,27 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if request.acks == 0:
         return None
     return _encode_answer(ctx.api_version, answers)
+
+
+_TXN_DENIED = ErrorCode.transactional_id_authorization_failed
+_TXN_DENIED_MESSAGE = error_info(_TXN_DENIED).description
+_MAGIC_AT, _ATTRIBUTES_AT, _TRANSACTIONAL = 16, 21, 0x10
+
+
+def _has_transactional_records(request: Any) -> bool:
+    """Whether the first batch of some partition is transactional (magic 2's attributes;
+    a malformed batch is the validator's to refuse)."""
+    for t in request.topic_data:
+        for pd in t.partition_data:
+            records = pd.records
+            if (
+                records
+                and len(records) > _ATTRIBUTES_AT + 1
+                and records[_MAGIC_AT] == 2
+                and records[_ATTRIBUTES_AT + 1] & _TRANSACTIONAL
+            ):
+                return True
+    return False
 
 
 def _with_refused(

@@ -22,4 +22,5 @@ MODULES: dict[tuple[int, int], str] = {
     (29, 0): "describe_acls_v0",
     (30, 0): "create_acls_v0",
     (31, 0): "delete_acls_v0",
+    (27, 0): "write_txn_markers_v0",
 }
