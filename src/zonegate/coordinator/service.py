@@ -321,6 +321,17 @@ class GroupCoordinator:
         error = check(member_id, instance_id, generation) if check is not None else ErrorCode.none
         if error is not ErrorCode.none:
             return [error] * len(offsets)
+        errors, good = self._checked(offsets, keep_timestamps=True)
+        if good:
+            await self.meta.commit_offsets(group_id, good)
+        return errors
+
+    def _checked(
+        self, offsets: Sequence[OffsetToCommit], *, keep_timestamps: bool
+    ) -> tuple[list[ErrorCode], list[CommittedOffset]]:
+        """Each offset's error (an unknown partition, metadata over the limit) in order,
+        and the offsets to store, stamped now (or at the commit timestamp a v1 request
+        gave, when `keep_timestamps`)."""
         errors: list[ErrorCode] = []
         good: list[CommittedOffset] = []
         stamp = self.clock.wall_ms()
@@ -330,15 +341,13 @@ class GroupCoordinator:
                 e = ErrorCode.offset_metadata_too_large
             errors.append(e)
             if e is ErrorCode.none:
-                when = stamp if o.commit_timestamp == -1 else o.commit_timestamp
+                when = o.commit_timestamp if keep_timestamps and o.commit_timestamp != -1 else stamp
                 good.append(
                     CommittedOffset(
                         o.topic, o.partition, o.offset, o.leader_epoch, o.metadata or "", when
                     )
                 )
-        if good:
-            await self.meta.commit_offsets(group_id, good)
-        return errors
+        return errors, good
 
     async def txn_commit_offsets(
         self,
@@ -372,20 +381,7 @@ class GroupCoordinator:
             error = ErrorCode.illegal_generation
         if error is not ErrorCode.none:
             return [error] * len(offsets)
-        errors: list[ErrorCode] = []
-        good: list[CommittedOffset] = []
-        stamp = self.clock.wall_ms()
-        for o in offsets:
-            e = self._partition_error(o.topic, o.partition)
-            if e is ErrorCode.none and len((o.metadata or "").encode()) > OFFSET_METADATA_MAX_BYTES:
-                e = ErrorCode.offset_metadata_too_large
-            errors.append(e)
-            if e is ErrorCode.none:
-                good.append(
-                    CommittedOffset(
-                        o.topic, o.partition, o.offset, o.leader_epoch, o.metadata or "", stamp
-                    )
-                )
+        errors, good = self._checked(offsets, keep_timestamps=False)
         if good:
             await self.pending.txn_commit_offsets(group_id, producer_id, offsets_partition, good)
         return errors
