@@ -1,5 +1,6 @@
-"""Transactions with a real client: confluent-kafka's transactional producer (librdkafka)
-and read_committed consumers against one node (docs/transactions.md).
+"""Transactions with real clients: confluent-kafka's transactional producer (librdkafka),
+aiokafka's and kafka-python's, and read_committed consumers against one node
+(docs/transactions.md).
 
 Each case is what a user of Kafka 4 sees: a commit visible, an abort invisible (its
 records and the markers take offsets, read_uncommitted sees the aborted records), offsets
@@ -313,6 +314,47 @@ def test_aiokafka_commit_and_abort(txn_node: RunningNode) -> None:
         [b"kept%d" % i for i in range(5)] + [b"last"]
     )
     assert len(_read(bootstrap, topic, 1, "read_uncommitted", until=11)) == 11
+
+
+def test_kafka_python_commit_abort_and_offsets(txn_node: RunningNode) -> None:
+    """kafka-python's transactional producer (its own protocol code): a commit with the
+    input's offsets sent to the transaction, an abort, and a read_committed kafka-python
+    consumer that sees only the committed records."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    bootstrap, topic, group = txn_node.bootstrap, "txn-kp", "txn-kp-group"
+    clients.ck_create_topic(bootstrap, topic, 1)
+    p = KafkaProducer(bootstrap_servers=bootstrap, transactional_id="txn-kp-id")
+    try:
+        p.init_transactions()
+        p.begin_transaction()
+        for i in range(5):
+            p.send(topic, b"kept%d" % i, partition=0)
+        tp = TopicPartition(topic, 0)
+        p.send_offsets_to_transaction({tp: OffsetAndMetadata(42, "", -1)}, group)
+        p.commit_transaction()
+        p.begin_transaction()
+        for i in range(5):
+            p.send(topic, b"dropped%d" % i, partition=0).get(timeout=30)
+        p.abort_transaction()
+    finally:
+        p.close()
+    assert _values(_read(bootstrap, topic, 1, "read_committed", until=5)) == sorted(
+        b"kept%d" % i for i in range(5)
+    )
+    assert _group_offsets(bootstrap, group, topic) == 42
+    c = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        isolation_level="read_committed",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,
+    )
+    try:
+        assert sorted(m.value for m in c) == sorted(b"kept%d" % i for i in range(5))
+    finally:
+        c.close()
 
 
 # -- the protocol's edges, request by request ------------------------------------------
