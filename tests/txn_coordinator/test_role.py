@@ -28,7 +28,7 @@ from zonegate.transactions.decisions import Markers
 from zonegate.transactions.metadata import TopicPartition, TxnTransit
 from zonegate.transactions.partition_txns import PartitionTxns
 from zonegate.transactions.states import TransactionVersion, TxnState, shard_for
-from zonegate.txn_coordinator.role import TxnCoordinator, TxnCoordinatorConfig
+from zonegate.txn_coordinator.role import CONCURRENT_WAIT_S, TxnCoordinator, TxnCoordinatorConfig
 
 pytestmark = pytest.mark.integration
 
@@ -54,10 +54,13 @@ class Leaders:
         self.stalled = False  # every partition answers NOT_LEADER_OR_FOLLOWER
         self.deleted: set[TopicPartition] = set()
         self.lookups_failing = 0  # the metadata asked whether a partition exists fails
+        self.gate: asyncio.Event | None = None  # when set up, markers wait for it
 
     async def write_markers(
         self, m: Markers, partitions: frozenset[TopicPartition]
     ) -> Mapping[TopicPartition, ErrorCode]:
+        if self.gate is not None:
+            await self.gate.wait()
         durable = {t.transactional_id: t for t in await self.store.load_shard(SHARD)}
         if m.transactional_id in durable:
             self.states_seen.append(durable[m.transactional_id].state)
@@ -199,6 +202,51 @@ def test_a_commit_is_durable_before_its_markers_and_complete_after_them(opener: 
             pid,
         )
         assert c.describe(TXN).state == "CompleteCommit"
+        await c.stop()
+
+    run(opener, body)
+
+
+def waiting(clock: ManualClock) -> bool:
+    """Whether an add waits on the clock for markers (a sleep of CONCURRENT_WAIT_S)."""
+    end = clock.monotonic() + CONCURRENT_WAIT_S
+    return any(abs(t - end) < 1e-9 and not f.done() for t, _, f in clock._sleepers)
+
+
+def test_an_add_waits_for_the_last_transactions_markers_then_says_concurrent(
+    opener: Opener,
+) -> None:
+    """A producer starting its next transaction while the last one's markers are still
+    being written is answered once they are (not CONCURRENT_TRANSACTIONS at once), and
+    CONCURRENT_TRANSACTIONS only if they take longer than CONCURRENT_WAIT_S."""
+
+    async def body(open_store: Callable[[], MetaStore], clock: ManualClock) -> None:
+        store = open_store()
+        leaders = Leaders(store)
+        leaders.gate = asyncio.Event()
+        c = await started(store, leaders, clock)
+        pid, epoch = await begin(c, {P0})
+        assert (await c.end_txn(TXN, pid, epoch, True, TV0)).error == E.none
+        add = asyncio.ensure_future(c.add_partitions(TXN, pid, epoch, frozenset({P1})))
+        await until(lambda: waiting(clock))
+        assert not add.done()
+        leaders.gate.set()
+        await until(add.done)
+        assert add.result().error == E.none
+        assert leaders.written == {P0: [(pid, True, c.hosts[SHARD].epoch)]}
+        # Markers slower than the wait: the add is answered CONCURRENT_TRANSACTIONS (the
+        # client backs off and asks again), and goes through once they are written.
+        leaders.gate.clear()
+        assert (await c.end_txn(TXN, pid, epoch, False, TV0)).error == E.none
+        add = asyncio.ensure_future(c.add_partitions(TXN, pid, epoch, frozenset({P0})))
+        await until(lambda: waiting(clock))
+        await clock.advance(CONCURRENT_WAIT_S)
+        await until(add.done)
+        assert add.result().error == E.concurrent_transactions
+        leaders.gate.set()
+        await settle(c, clock)
+        added = await c.add_partitions(TXN, pid, epoch, frozenset({P0}))
+        assert added.error == E.none
         await c.stop()
 
     run(opener, body)

@@ -32,7 +32,7 @@ from zonegate.transactions.coordinator_core import (
     TxnDescription,
     TxnListing,
 )
-from zonegate.transactions.decisions import Answer, ProducerIdsUnavailable
+from zonegate.transactions.decisions import Answer, ProducerIdsUnavailable, Write
 from zonegate.transactions.metadata import TopicPartition
 from zonegate.transactions.states import TransactionVersion, TxnState, shard_for
 from zonegate.txn_coordinator.producer_ids import ProducerIdBlocks
@@ -40,6 +40,9 @@ from zonegate.txn_coordinator.shard_host import MarkerWriter, ShardHost
 
 log = logging.getLogger(__name__)
 E = ErrorCode
+# How long an add waits for the producer's previous transaction's markers before it is
+# answered CONCURRENT_TRANSACTIONS (add_partitions).
+CONCURRENT_WAIT_S = 0.1
 
 
 _OPEN = frozenset(
@@ -225,11 +228,23 @@ class TxnCoordinator:
         host = self._host(transactional_id)
         if host is None:
             return Answer(E.not_coordinator)
-        answer = await host.decide(
-            lambda core, now: core.add_partitions(
+
+        def ask(core: TransactionShard, now: int) -> Answer | Write:
+            return core.add_partitions(
                 transactional_id, producer_id, producer_epoch, partitions, now, client_version
             )
-        )
+
+        answer = await host.decide(ask)
+        # The producer's last transaction is still writing its markers (a client starts
+        # the next one as soon as EndTxn answers): wait for them here, up to
+        # CONCURRENT_WAIT_S, rather than answer CONCURRENT_TRANSACTIONS at once and have
+        # the client back off and ask again (librdkafka and Kafka's producer wait 20 ms).
+        # Kafka's broker does the same for its own adds under TV2 (retried up to
+        # add.partitions.to.txn.retry.backoff.max.ms, 100 ms).
+        if answer.error == E.concurrent_transactions and await host.markers_done(
+            transactional_id, CONCURRENT_WAIT_S
+        ):
+            answer = await host.decide(ask)
         self._wake.set()  # a transaction may have started: its timeout may come first
         return answer
 

@@ -75,6 +75,7 @@ class ShardHost:
         self.lost = False
         self._tasks: set[asyncio.Task[None]] = set()
         self.progress: dict[str, MarkerProgress] = {}
+        self._marker_tasks: dict[str, asyncio.Task[None]] = {}  # by transactional id
 
     # -- requests ----------------------------------------------------------------------
 
@@ -129,7 +130,20 @@ class ShardHost:
     def start_markers(self, m: Markers) -> None:
         progress = MarkerProgress(m)
         self.progress[m.transactional_id] = progress
-        self._spawn(self._send_markers(progress))
+        self._marker_tasks[m.transactional_id] = self._spawn(self._send_markers(progress))
+
+    async def markers_done(self, transactional_id: str, within_s: float) -> bool:
+        """Waits up to `within_s` (on the clock) for the id's markers in flight and their
+        completion; whether there were any and they are done now."""
+        task = self._marker_tasks.get(transactional_id)
+        if task is None or task.done():
+            return False
+        timer = asyncio.ensure_future(self._clock.sleep(within_s))
+        try:
+            await asyncio.wait([task, timer], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+        return task.done()
 
     async def _send_markers(self, progress: MarkerProgress) -> None:
         m = progress.markers
@@ -206,13 +220,16 @@ class ShardHost:
 
     # -- life --------------------------------------------------------------------------
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._done)
+        return task
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
+        for tid in [t for t, k in self._marker_tasks.items() if k is task]:
+            del self._marker_tasks[tid]
         if not task.cancelled() and task.exception() is not None:
             log.error("transaction shard %d", self.shard, exc_info=task.exception())
 
