@@ -226,6 +226,12 @@ def latency_phase(conf: dict[str, Any], args: argparse.Namespace) -> dict[str, f
     )
 
 
+def _ratio(x: float, y: float) -> str:
+    """x / y to two places; "n/a" when y is 0: a phase so short that the mock's process
+    used less than one clock tick (10 ms) of CPU, as the README's 20,000-record run may."""
+    return f"{x / y:.2f}" if y > 0 else "n/a"
+
+
 def run_consumer(
     conf: dict[str, Any], topic: str, partitions: int, min_bytes: int
 ) -> dict[str, float]:
@@ -525,13 +531,13 @@ def main() -> None:
     )
     print(
         f"consume CPU s per GiB: zonegate {zc['cpu_gib']:.2f}, mock {mc['cpu_gib']:.2f}, ratio"
-        f" {zc['cpu_gib'] / mc['cpu_gib']:.2f}; MB/s zonegate {zc['mb_s']:.1f},"
+        f" {_ratio(zc['cpu_gib'], mc['cpu_gib'])}; MB/s zonegate {zc['mb_s']:.1f},"
         f" mock {mc['mb_s']:.1f} (MB read: zonegate {zc['bytes'] / 1e6:.0f},"
         f" mock {mc['bytes'] / 1e6:.0f})"
     )
     print(
         f"produce CPU s per GiB: zonegate {z['cpu_gib']:.2f}, mock {m['cpu_gib']:.2f}, ratio "
-        f"{z['cpu_gib'] / m['cpu_gib']:.2f}; MB/s zonegate {z['mb_s']:.1f}, mock {m['mb_s']:.1f}"
+        f"{_ratio(z['cpu_gib'], m['cpu_gib'])}; MB/s zonegate {z['mb_s']:.1f}, mock {m['mb_s']:.1f}"
     )
 
 
