@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.cluster_harness import wait_until
-from tests.faults.cluster import FaultNode, ProxiedCluster
+from tests.faults.cluster import ZONES, FaultNode, ProxiedCluster
 from tests.faults.workload import Workload
 
 LOST_ZONE = "zone-c"
@@ -234,27 +234,83 @@ def zone_cut(cluster: ProxiedCluster, w: Workload) -> Outcome:
     )
 
 
+def _add_stages(total: Stages, before: Stages, after: Stages) -> None:
+    """Adds one window's stage sums and counts (after - before) into `total`."""
+    for key, (t1, c1) in after.items():
+        t0, c0 = before.get(key, (0.0, 0.0))
+        t, c = total.get(key, (0.0, 0.0))
+        total[key] = (t + t1 - t0, c + c1 - c0)
+
+
+def _mean_ms(stages: Stages, zones: list[str], names: tuple[str, ...]) -> float:
+    """The sum of the mean times of `names` stages over `zones`' nodes, in ms."""
+    out = 0.0
+    for stage in names:
+        total = sum(stages.get((z, stage), (0.0, 0.0))[0] for z in zones)
+        count = sum(stages.get((z, stage), (0.0, 0.0))[1] for z in zones)
+        out += 1000 * total / count if count else math.nan
+    return out
+
+
+S3_DELAY_MS = 200  # in the alternating windows: well above the machine's own swings
+_S3_ROUNDS, _S3_WINDOW_S = 5, 2.0
+
+
 def s3_links(cluster: ProxiedCluster, w: Workload) -> Outcome:
-    """One zone's S3 link: 100 ms latency for 5 s, then reset for 3 s, then half-open
-    (no answer, no close) for 5 s."""
+    """One zone's S3 link: 100 ms latency for 4 s (the benchmark's p99); then 200 ms on
+    and off in 2 s windows, five times each (the machine's own swings drift over
+    seconds, so alternating windows compare like with like); then reset for 3 s, then
+    half-open (no answer, no close) for 5 s."""
     proxy, out = f"s3-{LOST_ZONE}", Outcome()
-    base_from, base = time.monotonic(), _stages(cluster)
-    time.sleep(3.0)
-    slow_from, slow = time.monotonic(), _stages(cluster)
     cluster.toxi.add_toxic(proxy, "slow", "latency", {"latency": 100})
-    time.sleep(5.0)
-    slow_until = time.monotonic()
+    slow_from = time.monotonic() + 0.5
+    time.sleep(4.0)
+    p99 = [p.latencies(slow_from, time.monotonic()) for p in w.producers if p.zone == LOST_ZONE]
+    if p99 and p99[0]:
+        out.measures["slow_p99_ms"] = 1000 * _at(p99[0], 0.99)
+        out.lines.append(f"{LOST_ZONE} produce {latency(p99[0])} with 100 ms added")
     cluster.toxi.reset()
-    out.lines += _stage_lines(base, slow, "before")
-    out.lines += _stage_lines(slow, _stages(cluster), "with 100 ms added")
+    windows: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+    stages: dict[bool, Stages] = {False: {}, True: {}}
+    for _ in range(_S3_ROUNDS):
+        for slow in (False, True):
+            if slow:
+                cluster.toxi.add_toxic(proxy, "slow", "latency", {"latency": S3_DELAY_MS})
+            time.sleep(0.5)  # PUTs begun before the change are not counted
+            begin, first = time.monotonic(), _stages(cluster)
+            time.sleep(_S3_WINDOW_S)
+            end, last = time.monotonic(), _stages(cluster)
+            windows[slow].append((begin, end))
+            _add_stages(stages[slow], first, last)
+            cluster.toxi.reset()
+    out.lines += _stage_lines({}, stages[False], "without the delay")
+    out.lines += _stage_lines({}, stages[True], f"with {S3_DELAY_MS} ms added")
+    wal = ("wal_seal_wait", "put")
+    others = [z for z in ZONES if z != LOST_ZONE]
+    for slow in (False, True):
+        # The delayed zone's WAL stages against the others' in the same windows.
+        excess = _mean_ms(stages[slow], [LOST_ZONE], wal) - _mean_ms(stages[slow], others, wal)
+        out.measures["wal_excess_on_ms" if slow else "wal_excess_off_ms"] = excess
+    out.lines.append(
+        f"{LOST_ZONE}'s seal wait + PUT beyond the other zones': "
+        f"{out.measures['wal_excess_off_ms']:.0f} ms without the delay, "
+        f"{out.measures['wal_excess_on_ms']:.0f} ms with {S3_DELAY_MS} ms added"
+    )
     for p in w.producers:
-        slow = p.latencies(slow_from + 1, slow_until - 1)
+        # Each round's p50 with the delay less the p50 of the window just before it;
+        # the median of the rounds, so that one window's stall does not decide.
+        added = []
+        for (b0, e0), (b1, e1) in zip(windows[False], windows[True], strict=True):
+            off, on = p.latencies(b0, e0), p.latencies(b1, e1)
+            if off and on:
+                added.append(1000 * (_at(on, 0.5) - _at(off, 0.5)))
+        added.sort()
+        if added:
+            out.measures[f"{p.zone}_p50_added_ms"] = added[len(added) // 2]
         out.lines.append(
-            f"{p.zone} produce {latency(p.latencies(base_from, slow_from))} before, "
-            f"{latency(slow)} with 100 ms added to {LOST_ZONE}'s S3 link"
+            f"{p.zone} produce p50 with {S3_DELAY_MS} ms added to {LOST_ZONE}'s S3 link, "
+            f"less without, by round: {', '.join(f'{x:+.0f}' for x in added)} ms"
         )
-        if p.zone == LOST_ZONE and slow:
-            out.measures["slow_p99_ms"] = 1000 * _at(slow, 0.99)
     reset_from = time.monotonic()
     cluster.toxi.add_toxic(proxy, "reset", "reset_peer", {"timeout": 0})
     time.sleep(3.0)

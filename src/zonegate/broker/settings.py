@@ -188,8 +188,9 @@ SETTINGS: tuple[Setting, ...] = (
         "--wal-seal-when-idle",
         "zonegate.wal.seal.when.idle",
         "true",
-        "seal a WAL object at once when no upload is in flight (group commit; the "
-        "seal age and size stay upper bounds); false: wait for the age or size (default true)",
+        "seal a WAL object at once when no upload is in flight, or when the one in flight "
+        "has run twice the usual PUT time (group commit; the seal age and size stay upper "
+        "bounds); false: wait for the age or size (default true)",
         choices=ON_OFF,
         convert=is_true,
     ),

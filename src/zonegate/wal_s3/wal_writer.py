@@ -6,12 +6,21 @@ time by hand). Several PUTs may be in flight, but the futures `append`
 returned resolve strictly in seal order: the proxy forwards locations to the
 leaders as they resolve, and the leader must see a producer's batches in the
 order the producer sent them, even when a later PUT happens to finish first.
+
+With `seal_when_idle` (group commit), data that arrives while a PUT is in flight
+waits for it and goes out in the next object: one PUT at a time keeps the PUT count
+low. But a slow link (latency added to every PUT) would then add its delay twice to
+a produce, once waiting and once in its own PUT. So the writer paces: once the
+newest PUT has run twice as long as a PUT usually takes (`PutPace`), waiting data is
+sealed into a PUT of its own beside it. PUTs then start no more often than once per
+two usual PUT times, and a slow link adds its delay about once (issue 28).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import secrets
 from collections import deque
 from collections.abc import Callable
@@ -71,6 +80,40 @@ class _SealedObject:
     error: BaseException | None = None
 
 
+class PutPace:
+    """How long a PUT usually takes: the median PUT time, followed slowly. Its first
+    PUTs are averaged; after that each PUT moves it toward itself by at most
+    `elapsed / follow_s` of its value (`follow_s` a minute), so a link slowed for a
+    few seconds leaves it where the healthy link put it, and a link that stays slow
+    becomes the usual within minutes. The interval between paced seals is twice it:
+    a PUT that takes twice the usual time is a slow one."""
+
+    _AVERAGED = 16
+
+    def __init__(self, follow_s: float = 60.0) -> None:
+        self._follow_s = follow_s
+        self.usual_s: float | None = None
+        self._seen = 0
+        self._at = 0.0
+
+    def observe(self, seconds: float, now: float) -> None:
+        self._seen += 1
+        if self.usual_s is None or self._seen <= self._AVERAGED:
+            prior = 0.0 if self.usual_s is None else self.usual_s
+            self.usual_s = prior + (seconds - prior) / self._seen
+        else:
+            step = math.exp(min(1.0, max(0.0, now - self._at) / self._follow_s))
+            if seconds > self.usual_s:
+                self.usual_s = min(seconds, self.usual_s * step)
+            elif seconds < self.usual_s:
+                self.usual_s = max(seconds, self.usual_s / step)
+        self._at = now
+
+    @property
+    def interval_s(self) -> float | None:
+        return None if self.usual_s is None else 2 * self.usual_s
+
+
 class WalWriter:
     def __init__(
         self,
@@ -121,6 +164,9 @@ class WalWriter:
         # size stay upper bounds.
         self._seal_when_idle = seal_when_idle
         self._idle_seal_scheduled = False
+        self.put_pace = PutPace()
+        self._last_upload_at: float | None = None  # when the newest PUT started
+        self._paced_seal: asyncio.Task[None] | None = None
 
     # -- introspection -------------------------------------------------------
 
@@ -153,16 +199,34 @@ class WalWriter:
 
     def _maybe_seal_when_idle(self) -> None:
         if (
-            self._seal_when_idle
-            and not self._idle_seal_scheduled
-            and self._open is not None
-            and not self._uploads
-            and not self._waiting
+            not self._seal_when_idle
+            or self._idle_seal_scheduled
+            or self._open is None
+            or self._waiting
+            or len(self._uploads) >= self._max_inflight
         ):
-            self._idle_seal_scheduled = True
-            # call_soon: every append of the current loop turn (one produce request
-            # stages all its batches synchronously) joins the same object.
-            asyncio.get_running_loop().call_soon(self._seal_idle)
+            return
+        loop = asyncio.get_running_loop()
+        if self._uploads:
+            # A PUT is in flight: wait for it, unless it runs past the pace (module doc).
+            pace = self.put_pace.interval_s
+            if pace is None or self._last_upload_at is None:
+                return
+            due = self._last_upload_at + pace
+            if due > self._clock.monotonic():
+                if self._paced_seal is None or self._paced_seal.done():
+                    self._paced_seal = loop.create_task(self._seal_at_pace(due))
+                return
+        self._idle_seal_scheduled = True
+        # call_soon: every append of the current loop turn (one produce request
+        # stages all its batches synchronously) joins the same object.
+        loop.call_soon(self._seal_idle)
+
+    async def _seal_at_pace(self, due: float) -> None:
+        await self._clock.sleep(due - self._clock.monotonic())
+        self._paced_seal = None  # a later PUT may have moved the pace: look again
+        if not self._closed:
+            self._maybe_seal_when_idle()
 
     def _seal_idle(self) -> None:
         self._idle_seal_scheduled = False
@@ -215,6 +279,7 @@ class WalWriter:
         loop = asyncio.get_running_loop()
         while self._waiting and len(self._uploads) < self._max_inflight:
             sealed = self._waiting.popleft()
+            self._last_upload_at = self._clock.monotonic()
             task = loop.create_task(self._upload(sealed), name=f"wal-upload {sealed.key}")
             self._uploads.add(task)
             task.add_done_callback(self._uploads.discard)
@@ -237,7 +302,9 @@ class WalWriter:
             log.warning("WAL object %s upload failed: %s", sealed.key, exc)
             sealed.error = WalUploadFailed(sealed.key, exc)
         else:
-            self.put_latency.observe(self._clock.monotonic() - started)
+            now = self._clock.monotonic()
+            self.put_latency.observe(now - started)
+            self.put_pace.observe(now - started, now)
             if self._on_uploaded is not None:
                 try:
                     self._on_uploaded(sealed.key, sealed.data)
@@ -277,6 +344,8 @@ class WalWriter:
         self._closed = True
         if self._age_timer is not None:
             self._age_timer.cancel()
+        if self._paced_seal is not None:
+            self._paced_seal.cancel()
         if drain:
             if self._open is not None:
                 self._seal()
