@@ -163,17 +163,18 @@ def test_a_put_past_twice_its_usual_time_lets_waiting_data_go_beside_it(
 
 
 def test_the_pace_is_the_usual_put_time_followed_slowly() -> None:
-    pace = PutPace(follow_s=60)
+    pace = PutPace(down_s=10, up_s=60)
     assert pace.interval_s is None
-    for i in range(16):  # the first PUTs are averaged
-        pace.observe(0.03 if i % 2 else 0.05, now=0.1 * i)
+    pace.observe(0.3, now=0.0)  # a node's first PUTs are slow
+    for i in range(300):  # then 40 ms: followed within seconds (30 s)
+        pace.observe(0.04, now=0.1 * (i + 1))
     assert pace.usual_s == pytest.approx(0.04)
     assert pace.interval_s == pytest.approx(0.08)
     for i in range(50):  # 100 ms added to the link for 5 s: barely moves
-        pace.observe(0.14, now=1.6 + 0.1 * i)
+        pace.observe(0.14, now=30.1 + 0.1 * i)
     assert pace.usual_s == pytest.approx(0.04 * math.exp(5.0 / 60), rel=0.01)
     for i in range(1200):  # the link stays slow for two minutes: it becomes the usual
-        pace.observe(0.14, now=6.6 + 0.1 * i)
+        pace.observe(0.14, now=35.1 + 0.1 * i)
     assert pace.usual_s == pytest.approx(0.14)
-    pace.observe(0.04, now=126.7)  # healed: it follows back at the same speed
-    assert pace.usual_s == pytest.approx(0.14 / math.exp(0.2 / 60))
+    pace.observe(0.04, now=155.2)  # healed: it follows back faster than it rose
+    assert pace.usual_s == pytest.approx(0.14 / math.exp(0.2 / 10))

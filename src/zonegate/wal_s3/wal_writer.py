@@ -81,31 +81,30 @@ class _SealedObject:
 
 
 class PutPace:
-    """How long a PUT usually takes: the median PUT time, followed slowly. Its first
-    PUTs are averaged; after that each PUT moves it toward itself by at most
-    `elapsed / follow_s` of its value (`follow_s` a minute), so a link slowed for a
-    few seconds leaves it where the healthy link put it, and a link that stays slow
-    becomes the usual within minutes. The interval between paced seals is twice it:
-    a PUT that takes twice the usual time is a slow one."""
+    """How long a PUT usually takes, followed slowly: each PUT moves it toward its own
+    time by at most e-fold per `down_s` (ten seconds) when faster and per `up_s` (a
+    minute) when slower. A link slowed for a few seconds leaves it about where the
+    healthy link put it; a link that stays slow becomes the usual within minutes; the
+    slow PUTs of a node's start are forgotten within seconds. It settles near the
+    seventh of PUTs that are fastest (where the pulls balance, 10 s against 60). The
+    interval between paced seals is twice it: a PUT that takes twice that is a slow one."""
 
-    _AVERAGED = 16
-
-    def __init__(self, follow_s: float = 60.0) -> None:
-        self._follow_s = follow_s
+    def __init__(self, down_s: float = 10.0, up_s: float = 60.0) -> None:
+        self._down_s = down_s
+        self._up_s = up_s
         self.usual_s: float | None = None
-        self._seen = 0
         self._at = 0.0
 
     def observe(self, seconds: float, now: float) -> None:
-        self._seen += 1
-        if self.usual_s is None or self._seen <= self._AVERAGED:
-            prior = 0.0 if self.usual_s is None else self.usual_s
-            self.usual_s = prior + (seconds - prior) / self._seen
+        if self.usual_s is None:
+            self.usual_s = seconds
         else:
-            step = math.exp(min(1.0, max(0.0, now - self._at) / self._follow_s))
+            elapsed = max(0.0, now - self._at)
             if seconds > self.usual_s:
+                step = math.exp(min(1.0, elapsed / self._up_s))
                 self.usual_s = min(seconds, self.usual_s * step)
             elif seconds < self.usual_s:
+                step = math.exp(min(1.0, elapsed / self._down_s))
                 self.usual_s = max(seconds, self.usual_s / step)
         self._at = now
 
