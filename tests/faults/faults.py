@@ -252,12 +252,12 @@ def _mean_ms(stages: Stages, zones: list[str], names: tuple[str, ...]) -> float:
     return out
 
 
-S3_DELAY_MS = 200  # in the alternating windows: well above the machine's own swings
+S3_DELAY_MS = 300  # in the alternating windows: well above the machine's own swings
 _S3_ROUNDS, _S3_WINDOW_S = 5, 2.0
 
 
 def s3_links(cluster: ProxiedCluster, w: Workload) -> Outcome:
-    """One zone's S3 link: 100 ms latency for 4 s (the benchmark's p99); then 200 ms on
+    """One zone's S3 link: 100 ms latency for 4 s (the benchmark's p99); then 300 ms on
     and off in 2 s windows, five times each (the machine's own swings drift over
     seconds, so alternating windows compare like with like); then reset for 3 s, then
     half-open (no answer, no close) for 5 s."""
