@@ -111,3 +111,40 @@ def test_a_store_outage_is_said_once_not_at_every_heartbeat(
     assert len(said) == 2, said
     assert "cannot renew its lease until the store is back" in said[0]
     assert said[1] == "node 1 renews its lease again"
+
+
+class _SlowController(Controller):
+    """A controller pass that takes a second, as a pass of many reads over a slow link to
+    the metadata store does (200 ms a round trip)."""
+
+    async def run_once(self, meta: object) -> None:  # type: ignore[override]
+        await asyncio.sleep(1.0)
+
+
+def test_a_slow_controller_pass_does_not_hold_back_the_renewals(tmp_path: Path) -> None:
+    """Renewals more than a quarter lease apart make the other nodes count this one
+    silent (router/membership.py) and tell clients its partitions have no leader."""
+
+    async def run() -> None:
+        meta = SqliteMetaStore(str(tmp_path / "meta.db"))
+        me = NodeRecord(1, "zone-a", "127.0.0.1", 9092, "127.0.0.1", 9192)
+        membership = Membership(meta, me, lease_ms=LEASE_MS)
+        keeper = LeaseKeeper(
+            lambda: SqliteMetaStore(str(tmp_path / "meta.db")),
+            membership,
+            _SlowController(meta, membership),
+            interval_s=0.1,
+            stall_s=30,
+        )
+        await membership.renew()
+        await keeper.start()
+        before = keeper.renewals
+        await asyncio.sleep(1.5)
+        # One renewal every 0.1 s goes on beside the passes (with the pass in between,
+        # one every 1.1 s: 1 or 2).
+        assert keeper.renewals >= before + 8
+        await keeper.stop()
+        await membership.stop()
+        await meta.close()
+
+    asyncio.run(run())

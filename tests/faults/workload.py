@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from confluent_kafka import (
@@ -93,14 +93,17 @@ class ZoneProducer:
         if self._thread is not None:
             self._thread.join(180)
 
-    def latencies(self, since: float, until: float) -> list[float]:
-        """Seconds from send to acknowledgement of the values sent in [since, until]."""
+    def latencies(
+        self, since: float, until: float, partitions: Collection[int] | None = None
+    ) -> list[float]:
+        """Seconds from send to acknowledgement of the values sent in [since, until] (to
+        `partitions` only, if given)."""
         with self._lock:
             acks = list(self.acks)
         out = []
         for ack, at in acks:
             sent = self.sent_at[int(ack.value.rsplit(":", 1)[1])]
-            if since <= sent <= until:
+            if since <= sent <= until and (partitions is None or ack.partition in partitions):
                 out.append(at - sent)
         return sorted(out)
 

@@ -64,6 +64,7 @@ class LeaseKeeper:
         self._ticker: asyncio.Task[None] | None = None
         self.renewals = 0
         self._store_down = False  # said in the log once, until a renewal works again
+        self._said_stalled = False
 
     def loop_tick(self) -> None:
         """Called by the serving loop: it is still turning."""
@@ -99,32 +100,55 @@ class LeaseKeeper:
         self._keeper_loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         meta = self._open_meta()
-        stalled = False
         probing = asyncio.get_running_loop().create_task(self._probe())
+        # The controller's passes in a loop of their own: a pass reads much of the
+        # store, and behind a slow link to it (200 ms a round trip) took over a second,
+        # which, run between renewals, left this node's renewals more than a quarter
+        # lease apart: the other nodes counted it silent (router/membership.py) and
+        # told clients its partitions had no leader.
+        controlling = asyncio.get_running_loop().create_task(self._control(meta))
         try:
             while not self._stopping:
-                idle = self._monotonic() - self._last_tick
-                if idle > self._stall:
-                    if not stalled:
-                        log.warning(
-                            "node %d: its serving loop has not turned for %.1f s; "
-                            "no longer renewing its lease",
-                            self._membership.me.node_id,
-                            idle,
-                        )
-                    stalled = True
-                else:
-                    stalled = False
-                    await self.pass_once(meta)
+                started = self._monotonic()
+                if not self._stalled():
+                    await self.renew_once(meta)
+                # Every interval from the last one's start, not after it: a renewal
+                # slowed by the link does not space the next one out.
+                wait = max(0.0, self._interval - (self._monotonic() - started))
                 try:
-                    await asyncio.wait_for(self._wake.wait(), self._interval)
+                    await asyncio.wait_for(self._wake.wait(), wait)
                 except TimeoutError:
                     pass
         finally:
             probing.cancel()
+            controlling.cancel()
+            await asyncio.gather(controlling, return_exceptions=True)
             if self.probes is not None:
                 await self.probes.close()
             await meta.close()
+
+    def _stalled(self) -> bool:
+        """Whether the serving loop has not turned for `stall_s` (said once in the log)."""
+        idle = self._monotonic() - self._last_tick
+        if idle <= self._stall:
+            self._said_stalled = False
+            return False
+        if not self._said_stalled:
+            log.warning(
+                "node %d: its serving loop has not turned for %.1f s; no longer renewing its lease",
+                self._membership.me.node_id,
+                idle,
+            )
+            self._said_stalled = True
+        return True
+
+    async def _control(self, meta: MetaStore) -> None:
+        """A controller pass every interval, while this node renews its lease."""
+        while not self._stopping and not self._membership.fenced:
+            started = self._monotonic()
+            if not self._stalled():
+                await self.control_once(meta)
+            await asyncio.sleep(max(0.0, self._interval - (self._monotonic() - started)))
 
     async def _probe(self) -> None:
         """Probes the other nodes every interval, or as soon as the last round ends when
@@ -139,9 +163,14 @@ class LeaseKeeper:
             await asyncio.sleep(max(0.0, self._interval - (self._monotonic() - started)))
 
     async def pass_once(self, meta: MetaStore) -> None:
-        """One renewal of this node's lease, then one controller pass. While the
-        metadata store is out of reach the log says so once, and once when it is back,
-        not at every heartbeat."""
+        """One renewal of this node's lease, then one controller pass."""
+        if await self.renew_once(meta):
+            await self.control_once(meta)
+
+    async def renew_once(self, meta: MetaStore) -> bool:
+        """One renewal of this node's lease; False if another incarnation holds it. While
+        the metadata store is out of reach the log says so once, and once when it is
+        back, not at every heartbeat."""
         me = self._membership.me.node_id
         if self.probes is not None:
             self._membership.unreached = self.probes.unreached()
@@ -150,7 +179,7 @@ class LeaseKeeper:
                 # Another incarnation holds this node's lease: we are a zombie. No
                 # controller pass either; the node stops (called from this thread).
                 self._on_fenced()
-                return
+                return False
             self.renewals += 1
             if self._store_down:
                 self._store_down = False
@@ -161,6 +190,10 @@ class LeaseKeeper:
                 log.warning("node %d cannot renew its lease until the store is back: %s", me, exc)
         except Exception:
             log.exception("node %d could not renew its lease", me)
+        return True
+
+    async def control_once(self, meta: MetaStore) -> None:
+        """One controller pass."""
         try:
             # Run even with the store down: the controller notes the outage (controller.py).
             await self._controller.run_once(meta)
