@@ -36,6 +36,8 @@ class NodeConfig:
     log_cache_bytes: int = 256 * 1024 * 1024
     block_cache_bytes: int = _d("block_cache_bytes")  # stream objects' blocks
     max_request_bytes: int = _d("max_request_bytes")  # socket.request.max.bytes
+    socket_receive_buffer_bytes: int = _d("socket_receive_buffer_bytes")  # -1: the OS's
+    socket_send_buffer_bytes: int = _d("socket_send_buffer_bytes")  # -1: the OS's
     # Memory bounds of the Kafka listener (docs/qos.md).
     queued_max_request_bytes: int = _d("queued_max_request_bytes")  # -1: none
     max_connections: int = _d("max_connections")
@@ -160,6 +162,8 @@ class NodeConfig:
             "auto.create.topics.enable": str(self.auto_create_topics).lower(),
             "num.partitions": str(self.default_partitions),
             "socket.request.max.bytes": str(self.max_request_bytes),
+            "socket.receive.buffer.bytes": str(self.socket_receive_buffer_bytes),
+            "socket.send.buffer.bytes": str(self.socket_send_buffer_bytes),
             "broker.id": str(self.node_id),
             "node.id": str(self.node_id),
             "broker.rack": self.zone,

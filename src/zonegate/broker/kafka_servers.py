@@ -42,6 +42,8 @@ def kafka_server(
             max_connections=config.max_connections,
             max_connections_per_ip=config.max_connections_per_ip,
             handshake_timeout_s=config.ssl_handshake_timeout_ms / 1000,
+            receive_buffer_bytes=config.socket_receive_buffer_bytes,
+            send_buffer_bytes=config.socket_send_buffer_bytes,
         ),
         contexts,
         gate,

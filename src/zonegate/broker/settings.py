@@ -220,6 +220,24 @@ SETTINGS: tuple[Setting, ...] = (
         "BYTES",
     ),
     Setting(
+        "--socket-receive-buffer-bytes",
+        "socket.receive.buffer.bytes",
+        102400,
+        "SO_RCVBUF of the Kafka listeners' sockets, socket.receive.buffer.bytes (default "
+        "{default}, Kafka's; -1: the OS default, its autotuning)",
+        at_least(-1, int),
+        "BYTES",
+    ),
+    Setting(
+        "--socket-send-buffer-bytes",
+        "socket.send.buffer.bytes",
+        102400,
+        "SO_SNDBUF of the Kafka listeners' sockets, socket.send.buffer.bytes (default "
+        "{default}, Kafka's; -1: the OS default, its autotuning)",
+        at_least(-1, int),
+        "BYTES",
+    ),
+    Setting(
         "--rpc-listen",
         "zonegate.rpc.listener",
         None,

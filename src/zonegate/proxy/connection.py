@@ -117,6 +117,12 @@ class KafkaConnection(SecuredConnection, asyncio.BaseProtocol):
             transport.close()
             return
         self._server.connections.add(self)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                self._config.size_buffers(sock)
+            except OSError as exc:  # the peer already gone: nothing to size
+                log.debug("sizing the buffers of %s's socket: %s", self.client.host, exc)
         loop = asyncio.get_running_loop()
         if self._server.contexts is not None:
             self._tls = TlsSession(self._server.contexts.current())
