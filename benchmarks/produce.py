@@ -41,8 +41,10 @@ and last exactly
 (R = X / Y).
 
 With `--security-protocol SASL_SSL` the run instead compares, on one node, SASL_SSL
-(SCRAM-SHA-512) with plaintext (benchmarks/produce_security.py); its last line is
-exactly `produce MB/s over SASL_SSL: X, plaintext Y, ratio R`.
+(SCRAM-SHA-512) with plaintext (benchmarks/produce_security.py), then, unless
+`--no-java`, the same on a real Apache Kafka broker as the reference; the line before
+the last is `apache kafka: produce MB/s over SASL_SSL: X, plaintext Y, ratio R`, the
+last exactly `produce MB/s over SASL_SSL: X, plaintext Y, ratio R` (the node's).
 
 With `--acls N` the run instead compares, on two identical nodes with Kafka's
 StandardAuthorizer on, produce with N ACLs on the cluster against produce with only the
@@ -394,8 +396,8 @@ def main() -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="also run the Java producer's benchmark (kafka-producer-perf-test) against the "
-        "node and a real Apache Kafka broker, and the throughput phase against that broker "
-        "(default on)",
+        "node and a real Apache Kafka broker, and the throughput phase against that broker; "
+        "with --security-protocol SASL_SSL, the same rounds against that broker (default on)",
     )
     parser.add_argument(
         "--java-records",
@@ -414,8 +416,8 @@ def main() -> None:
         choices=("PLAINTEXT", "SASL_SSL"),
         default="PLAINTEXT",
         help="SASL_SSL: measure produce over SASL_SSL with SCRAM-SHA-512 against plaintext on "
-        "the same node in the same run, instead of the node against the mock (default "
-        "PLAINTEXT)",
+        "the same node in the same run (then on Apache Kafka, unless --no-java), instead of "
+        "the node against the mock (default PLAINTEXT)",
     )
     parser.add_argument(
         "--security-rounds",
