@@ -421,6 +421,7 @@ def pg_link(cluster: ProxiedCluster, w: Workload) -> Outcome:
         for which, parts in (("led_there", led), ("led_elsewhere", rest)):
             median, rounds = _median_added_ms(p, windows, parts)
             out.measures[f"{p.zone}_{which}_added_ms"] = median
+            out.measures[f"{p.zone}_{which}_most_added_ms"] = max(rounds, default=math.nan)
             out.lines.append(
                 f"{p.zone} produce p50 to partitions {which.replace('_', ' ')} with "
                 f"{PG_DELAY_MS} ms added to {slowed}'s PostgreSQL link, less without, by "

