@@ -262,6 +262,31 @@ _S3_ROUNDS, _S3_WINDOW_S = 4, 2.0
 _SETTLE_S = 1.5
 
 
+Windows = dict[bool, list[tuple[float, float]]]  # with the delay or not -> (from, to)
+
+
+def _alternate(
+    cluster: ProxiedCluster, proxy: str, delay_ms: int, rounds: int, window_s: float
+) -> tuple[Windows, dict[bool, Stages]]:
+    """`rounds` times, a window without a latency toxic on `proxy` and one with
+    `delay_ms`, each begun `_SETTLE_S` after the switch: the windows' times and every
+    node's produce stages summed over each kind of window."""
+    windows: Windows = {False: [], True: []}
+    stages: dict[bool, Stages] = {False: {}, True: {}}
+    for _ in range(rounds):
+        for slow in (False, True):
+            if slow:
+                cluster.toxi.add_toxic(proxy, "slow", "latency", {"latency": delay_ms})
+            time.sleep(_SETTLE_S)
+            begin, first = time.monotonic(), _stages(cluster)
+            time.sleep(window_s)
+            end, last = time.monotonic(), _stages(cluster)
+            windows[slow].append((begin, end))
+            _add_stages(stages[slow], first, last)
+            cluster.toxi.reset()
+    return windows, stages
+
+
 def s3_links(cluster: ProxiedCluster, w: Workload) -> Outcome:
     """One zone's S3 link: 100 ms latency for 4 s (the benchmark's p99); then 300 ms on
     and off in 2 s windows, four times each (the machine's own swings drift over
@@ -276,19 +301,7 @@ def s3_links(cluster: ProxiedCluster, w: Workload) -> Outcome:
         out.measures["slow_p99_ms"] = 1000 * _at(p99[0], 0.99)
         out.lines.append(f"{LOST_ZONE} produce {latency(p99[0])} with 100 ms added")
     cluster.toxi.reset()
-    windows: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
-    stages: dict[bool, Stages] = {False: {}, True: {}}
-    for _ in range(_S3_ROUNDS):
-        for slow in (False, True):
-            if slow:
-                cluster.toxi.add_toxic(proxy, "slow", "latency", {"latency": S3_DELAY_MS})
-            time.sleep(_SETTLE_S)
-            begin, first = time.monotonic(), _stages(cluster)
-            time.sleep(_S3_WINDOW_S)
-            end, last = time.monotonic(), _stages(cluster)
-            windows[slow].append((begin, end))
-            _add_stages(stages[slow], first, last)
-            cluster.toxi.reset()
+    windows, stages = _alternate(cluster, proxy, S3_DELAY_MS, _S3_ROUNDS, _S3_WINDOW_S)
     out.lines += _stage_lines({}, stages[False], "without the delay")
     out.lines += _stage_lines({}, stages[True], f"with {S3_DELAY_MS} ms added")
     wal = ("wal_seal_wait", "put")
@@ -378,7 +391,7 @@ def _led_in(cluster: ProxiedCluster, topic: str, zone: str) -> set[int]:
 
 
 def _median_added_ms(
-    p: ZoneProducer, windows: dict[bool, list[tuple[float, float]]], partitions: set[int]
+    p: ZoneProducer, windows: Windows, partitions: set[int]
 ) -> tuple[float, list[float]]:
     """Each round's p50 with the fault less the p50 of the window just before it, for
     acknowledgements of `partitions`: their median (one window's stall does not decide)."""
@@ -397,19 +410,7 @@ def pg_link(cluster: ProxiedCluster, w: Workload) -> Outcome:
     wait for their leaders' commits over it; the others must not notice."""
     proxy, slowed, out = "pg-zone-a", "zone-a", Outcome()
     led = _led_in(cluster, w.topic, slowed)
-    windows: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
-    stages: dict[bool, Stages] = {False: {}, True: {}}
-    for _ in range(_PG_ROUNDS):
-        for slow in (False, True):
-            if slow:
-                cluster.toxi.add_toxic(proxy, "slow", "latency", {"latency": PG_DELAY_MS})
-            time.sleep(_SETTLE_S)
-            begin, first = time.monotonic(), _stages(cluster)
-            time.sleep(_PG_WINDOW_S)
-            end, last = time.monotonic(), _stages(cluster)
-            windows[slow].append((begin, end))
-            _add_stages(stages[slow], first, last)
-            cluster.toxi.reset()
+    windows, stages = _alternate(cluster, proxy, PG_DELAY_MS, _PG_ROUNDS, _PG_WINDOW_S)
     led &= _led_in(cluster, w.topic, slowed)  # those led there throughout
     rest = set(range(PARTITIONS)) - _led_in(cluster, w.topic, slowed) - led
     out.lines += _stage_lines({}, stages[False], "without the delay")
