@@ -17,23 +17,30 @@ from zonegate.wal_s3.wal_writer import PutPace, WalWriter
 pytestmark = pytest.mark.unit
 
 
-class _GatedStore:
+class _Wrapped:
+    """A store whose new objects' PUTs a test holds (`put_new`); the rest as the store."""
+
+    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
+        self.inner = inner
+        self.puts: list[str] = []
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self.inner, name)
+
+
+class _GatedStore(_Wrapped):
     """Holds every new object's PUT until the test opens the gate (and writes it with
     `put`, under the key the writer named)."""
 
     def __init__(self, inner, gate: asyncio.Event) -> None:  # type: ignore[no-untyped-def]
-        self.inner = inner
+        super().__init__(inner)
         self.gate = gate
-        self.puts: list[str] = []
 
     async def put_new(self, key: str, data: bytes) -> str:
         self.puts.append(key)
         await self.gate.wait()
         await self.inner.put(key, data)
         return key
-
-    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
-        return getattr(self.inner, name)
 
 
 def test_seal_when_idle_batches_while_an_upload_is_in_flight(tmp_path: Path) -> None:
@@ -85,12 +92,11 @@ def test_without_idle_sealing_the_age_decides(tmp_path: Path) -> None:
     asyncio.run(run())
 
 
-class _HeldStore:
+class _HeldStore(_Wrapped):
     """Holds each PUT until the test releases it by its index."""
 
     def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
-        self.inner = inner
-        self.puts: list[str] = []
+        super().__init__(inner)
         self.release: list[asyncio.Event] = []
 
     async def put_new(self, key: str, data: bytes) -> str:
@@ -100,9 +106,6 @@ class _HeldStore:
         await gate.wait()
         await self.inner.put(key, data)
         return key
-
-    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
-        return getattr(self.inner, name)
 
 
 def test_a_put_past_twice_its_usual_time_lets_waiting_data_go_beside_it(
