@@ -43,20 +43,24 @@ class _GatedStore(_Wrapped):
         return key
 
 
+def _idle_sealing(store: _Wrapped, clock: ManualClock) -> WalWriter:
+    """A writer that seals when idle (or at the pace), with an age far beyond the test."""
+    return WalWriter(
+        store,  # type: ignore[arg-type]
+        node_id=1,
+        seal_bytes=1 << 30,
+        seal_age_s=3600,
+        seal_when_idle=True,
+        clock=clock,
+    )
+
+
 def test_seal_when_idle_batches_while_an_upload_is_in_flight(tmp_path: Path) -> None:
     async def run() -> None:
         gate = asyncio.Event()
         clock = ManualClock()
         store = _GatedStore(open_object_store(tmp_path.as_uri()), gate)
-        # An age far beyond the test: only idle sealing can seal here.
-        w = WalWriter(
-            store,
-            node_id=1,
-            seal_bytes=1 << 30,
-            seal_age_s=3600,  # type: ignore[arg-type]
-            seal_when_idle=True,
-            clock=clock,
-        )
+        w = _idle_sealing(store, clock)  # only idle sealing can seal here
         first = [w.append(1, b"a"), w.append(2, b"b")]  # one loop turn: one object
         await asyncio.sleep(0)
         await asyncio.sleep(0)
@@ -118,14 +122,7 @@ def test_a_put_past_twice_its_usual_time_lets_waiting_data_go_beside_it(
     async def run() -> None:
         clock = ManualClock()
         store = _HeldStore(open_object_store(tmp_path.as_uri()))
-        w = WalWriter(
-            store,
-            node_id=1,
-            seal_bytes=1 << 30,
-            seal_age_s=3600,  # type: ignore[arg-type]
-            seal_when_idle=True,
-            clock=clock,
-        )
+        w = _idle_sealing(store, clock)
         first = w.append(1, b"a")
         await spin()
         await clock.advance(0.04)  # a usual PUT: 40 ms
