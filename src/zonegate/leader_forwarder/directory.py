@@ -170,9 +170,9 @@ class LeaderDirectory:
         return p.leader_node if p is not None else -1
 
     async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]:
-        call = _Call(batches, asyncio.get_running_loop().create_future())
         if not batches:
             return []
+        call = _Call(batches, asyncio.get_running_loop().create_future())
         # Queued before the first await, so calls keep the order they were made in.
         routes: dict[int, list[_Item]] = defaultdict(list)
         for i, b in enumerate(batches):
@@ -238,6 +238,7 @@ class LeaderDirectory:
                 for (call, i), r in zip(cycle, results, strict=True):
                     call.settle(i, r)
                 self._release(cycle)
+                cycle = []
         finally:
             # Dropped when idle: no await between the empty queue and this.
             if self._pipes.get(pipe.key) is pipe:
