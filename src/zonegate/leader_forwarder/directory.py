@@ -1,13 +1,30 @@
 """Finds each partition's leader (this node or another) and forwards to it.
 
-Appends go through one ordered pipeline per node: everything queued while the
-previous cycle was in flight goes out as one cycle, one Append per leader node
-(so one sealed WAL object costs one RPC per leader). A cycle finishes, retries
-included, before the next starts, so a partition's batches reach its leader in
-the order the producer sent them even when the leader moves: batches whose
-leader answers NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, or cannot be
-reached, are re-resolved against a refreshed catalog and sent to the new leader
-with its epoch. The new leader de-duplicates idempotent producers' retries.
+Appends go through one ordered pipeline per leader node (this node's own
+leader included): everything queued for a pipeline while its previous cycle was
+in flight goes out as one cycle, one Append per leader node (so one sealed WAL
+object costs one RPC per leader). Pipelines to different leaders run
+independently, so a slow leader (its metadata-store link slow, say) holds only
+the appends of the partitions it leads: with one pipeline per node, every
+partition forwarded by the node waited for the slowest leader of each cycle.
+`append` splits its batches by pipeline, waits for all of them and answers in
+the caller's order.
+
+A pipeline finishes a cycle, retries included, before its next starts, and a
+partition's batches reach its leader in the order the producer sent them even
+when the leader moves: batches whose leader answers NOT_LEADER_OR_FOLLOWER or
+FENCED_LEADER_EPOCH, or cannot be reached, are re-resolved against a refreshed
+catalog and sent to the new leader with its epoch, which de-duplicates
+idempotent producers' retries. Across pipelines the order holds by routing:
+while a partition has batches not yet answered, its new batches join the same
+pipeline, whatever the catalog now says, so all its unanswered batches are in
+one FIFO. Only when a pipeline starts a cycle (nothing of it in flight, so each
+partition's unanswered batches are all in its queue) are the queued batches of
+partitions that moved handed, in order, to their new leader's pipeline: a
+partition moved off a slow leader does not stay behind it under steady load.
+The keys are labels only: whichever pipeline a batch is in, `_send` sends it to
+the leader the catalog names at the time. A pipeline whose queue is empty ends
+and is dropped; the next append to its leader starts a new one.
 
 A call to another node that goes unanswered is given up as soon as the catalog
 says none of its partitions is led there any more (checked every
@@ -24,7 +41,7 @@ later batch meets a sequence gap). So a batch whose fate is unknown (a call
 that failed after it may have reached its leader, or a leader that raised) is
 answered REQUEST_TIMED_OUT, Kafka's answer when the outcome is unknown, unless
 a later attempt settled it; and one leader's failure never changes the answers
-other leaders gave to the rest of the cycle.
+other leaders gave to the rest of the cycle, nor those of other pipelines.
 """
 
 from __future__ import annotations
@@ -61,6 +78,40 @@ def _unsettled(uncertain: bool) -> ErrorCode:
     return OUTCOME_UNKNOWN if uncertain else ErrorCode.not_leader_or_follower
 
 
+class _Call:
+    """One `append` call: its batches, their answers as they come, and its caller."""
+
+    __slots__ = ("batches", "fut", "left", "results")
+
+    def __init__(
+        self, batches: Sequence[AppendBatch], fut: asyncio.Future[list[AppendResult]]
+    ) -> None:
+        self.batches = batches
+        self.fut = fut
+        self.results: list[AppendResult | None] = [None] * len(batches)
+        self.left = len(batches)
+
+    def settle(self, i: int, result: AppendResult) -> None:
+        if self.results[i] is not None:
+            return
+        self.results[i] = result
+        self.left -= 1
+        if self.left == 0 and not self.fut.done():  # done: the caller was cancelled
+            self.fut.set_result([r for r in self.results if r is not None])
+
+
+_Item = tuple[_Call, int]  # one batch of a call: the call and the batch's index in it
+
+
+@dataclasses.dataclass(eq=False)
+class _Pipe:
+    """One leader's pipeline: the batches waiting for its next cycle, and its task."""
+
+    key: int
+    queue: list[_Item] = dataclasses.field(default_factory=list)
+    task: asyncio.Task[None] | None = None
+
+
 class LeaderDirectory:
     def __init__(
         self,
@@ -80,8 +131,9 @@ class LeaderDirectory:
         self._remote_for = remote_for
         self._refresh = refresh
         self._retry_for = retry_for_s
-        self._queue: list[tuple[Sequence[AppendBatch], asyncio.Future[list[AppendResult]]]] = []
-        self._runner: asyncio.Task[None] | None = None
+        self._pipes: dict[int, _Pipe] = {}  # by leader node id (module doc)
+        # stream id -> (the pipe its unanswered batches are in, how many there are)
+        self._held: dict[int, tuple[int, int]] = {}
         self.append_rpcs = 0
 
     def _leader(self, stream_id: int) -> tuple[Leader | None, int, int]:
@@ -113,30 +165,91 @@ class LeaderDirectory:
             task.cancel()
 
     # -- appends ------------------------------------------------------------
-    async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]:
-        fut: asyncio.Future[list[AppendResult]] = asyncio.get_running_loop().create_future()
-        self._queue.append((batches, fut))
-        if self._runner is None or self._runner.done():
-            self._runner = asyncio.get_running_loop().create_task(self._run())
-        return await fut
+    def _leader_node(self, stream_id: int) -> int:
+        p = self._partition_of(stream_id)
+        return p.leader_node if p is not None else -1
 
-    async def _run(self) -> None:
-        while self._queue:
-            cycle, self._queue = self._queue, []
-            flat = [b for batches, _ in cycle for b in batches]
-            try:
-                results = await self._send(flat)
-            except Exception as exc:
-                log.exception("append cycle failed")
-                for _, fut in cycle:
-                    if not fut.done():
-                        fut.set_exception(exc)
-                continue
-            i = 0
-            for batches, fut in cycle:
-                if not fut.done():
-                    fut.set_result(results[i : i + len(batches)])
-                i += len(batches)
+    async def append(self, batches: Sequence[AppendBatch]) -> list[AppendResult]:
+        if not batches:
+            return []
+        call = _Call(batches, asyncio.get_running_loop().create_future())
+        # Queued before the first await, so calls keep the order they were made in.
+        routes: dict[int, list[_Item]] = defaultdict(list)
+        for i, b in enumerate(batches):
+            sid = b.stream_id
+            key, n = self._held.get(sid) or (self._leader_node(sid), 0)
+            self._held[sid] = (key, n + 1)  # sticky while unanswered (module doc)
+            routes[key].append((call, i))
+        for key, items in routes.items():
+            self._enqueue(key, items)
+        return await call.fut
+
+    def _enqueue(self, key: int, items: list[_Item]) -> None:
+        pipe = self._pipes.get(key)
+        if pipe is None:
+            pipe = self._pipes[key] = _Pipe(key)
+            pipe.task = asyncio.get_running_loop().create_task(self._run(pipe))
+        pipe.queue += items
+
+    def _release(self, items: list[_Item]) -> None:
+        """The items are answered: their partitions may follow their leader again."""
+        for call, i in items:
+            sid = call.batches[i].stream_id
+            key, n = self._held[sid]
+            if n == 1:
+                del self._held[sid]
+            else:
+                self._held[sid] = (key, n - 1)
+
+    def _next_cycle(self, pipe: _Pipe) -> list[_Item]:
+        """The pipe's queue, less the batches of partitions now led elsewhere, which go
+        on, in order, to their leader's pipe. Called with nothing of `pipe` in flight,
+        so each partition's unanswered batches are all in this queue (module doc)."""
+        items, pipe.queue = pipe.queue, []
+        where: dict[int, int] = {}  # one catalog reading per partition for the whole move
+        keep: list[_Item] = []
+        moved: dict[int, list[_Item]] = defaultdict(list)
+        for item in items:
+            sid = item[0].batches[item[1]].stream_id
+            node = where.get(sid)
+            if node is None:
+                node = where[sid] = self._leader_node(sid)
+            if node in (pipe.key, -1):
+                keep.append(item)
+            else:
+                moved[node].append(item)
+        for node, its in moved.items():
+            for call, i in its:
+                sid = call.batches[i].stream_id
+                self._held[sid] = (node, self._held[sid][1])
+            self._enqueue(node, its)
+        return keep
+
+    async def _run(self, pipe: _Pipe) -> None:
+        cycle: list[_Item] = []
+        try:
+            while cycle := self._next_cycle(pipe):
+                flat = [call.batches[i] for call, i in cycle]
+                try:
+                    results = await self._send(flat)
+                except Exception:
+                    log.exception("append cycle failed")
+                    results = [AppendResult(OUTCOME_UNKNOWN)] * len(flat)
+                for (call, i), r in zip(cycle, results, strict=True):
+                    call.settle(i, r)
+                self._release(cycle)
+                cycle = []
+        finally:
+            # Dropped when idle: no await between the empty queue and this.
+            if self._pipes.get(pipe.key) is pipe:
+                del self._pipes[pipe.key]
+            # Stopped (cancelled at shutdown) with batches in flight or queued: their
+            # fate is unknown to the callers.
+            left = cycle + pipe.queue
+            pipe.queue = []
+            for call, i in left:
+                call.settle(i, AppendResult(OUTCOME_UNKNOWN))
+            self._release(left)
 
     async def _send(self, flat: list[AppendBatch]) -> list[AppendResult]:
         results: list[AppendResult | None] = [None] * len(flat)
