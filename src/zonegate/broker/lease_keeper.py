@@ -114,7 +114,7 @@ class LeaseKeeper:
                     await self.renew_once(meta)
                 # Every interval from the last one's start, not after it: a renewal
                 # slowed by the link does not space the next one out.
-                wait = max(0.0, self._interval - (self._monotonic() - started))
+                wait = self._rest_of_interval(started)
                 try:
                     await asyncio.wait_for(self._wake.wait(), wait)
                 except TimeoutError:
@@ -126,6 +126,11 @@ class LeaseKeeper:
             if self.probes is not None:
                 await self.probes.close()
             await meta.close()
+
+    def _rest_of_interval(self, started: float) -> float:
+        """Seconds until an interval has passed since `started`: each of the keeper's
+        loops starts a round every interval, however long the last one took."""
+        return max(0.0, self._interval - (self._monotonic() - started))
 
     def _stalled(self) -> bool:
         """Whether the serving loop has not turned for `stall_s` (said once in the log)."""
@@ -148,7 +153,7 @@ class LeaseKeeper:
             started = self._monotonic()
             if not self._stalled():
                 await self.control_once(meta)
-            await asyncio.sleep(max(0.0, self._interval - (self._monotonic() - started)))
+            await asyncio.sleep(self._rest_of_interval(started))
 
     async def _probe(self) -> None:
         """Probes the other nodes every interval, or as soon as the last round ends when
@@ -160,7 +165,7 @@ class LeaseKeeper:
             except Exception:
                 me = self._membership.me.node_id
                 log.exception("node %d: probing the other nodes failed", me)
-            await asyncio.sleep(max(0.0, self._interval - (self._monotonic() - started)))
+            await asyncio.sleep(self._rest_of_interval(started))
 
     async def pass_once(self, meta: MetaStore) -> None:
         """One renewal of this node's lease, then one controller pass."""
