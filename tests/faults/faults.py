@@ -290,6 +290,21 @@ def _alternate(
     return windows, stages
 
 
+def _median_added_ms(
+    p: ZoneProducer, windows: Windows, partitions: set[int] | None = None
+) -> tuple[float, list[float]]:
+    """Each round's p50 with the fault less the p50 of the round's window without it, for
+    acknowledgements of `partitions` (all, if None): their median (one window's stall
+    does not decide), and the rounds' figures, sorted."""
+    added = []
+    for (b0, e0), (b1, e1) in zip(windows[False], windows[True], strict=True):
+        off, on = p.latencies(b0, e0, partitions), p.latencies(b1, e1, partitions)
+        if off and on:
+            added.append(1000 * (_at(on, 0.5) - _at(off, 0.5)))
+    added.sort()
+    return (statistics.median(added) if added else math.nan), added
+
+
 def s3_links(cluster: ProxiedCluster, w: Workload) -> Outcome:
     """One zone's S3 link: 100 ms latency for 4 s (the benchmark's p99); then 300 ms on
     and off in 2 s windows, five times each (the machine's own swings drift over
@@ -319,16 +334,8 @@ def s3_links(cluster: ProxiedCluster, w: Workload) -> Outcome:
         f"{out.measures['wal_excess_on_ms']:.0f} ms with {S3_DELAY_MS} ms added"
     )
     for p in w.producers:
-        # Each round's p50 with the delay less the p50 of the window just before it;
-        # the median of the rounds, so that one window's stall does not decide.
-        added = []
-        for (b0, e0), (b1, e1) in zip(windows[False], windows[True], strict=True):
-            off, on = p.latencies(b0, e0), p.latencies(b1, e1)
-            if off and on:
-                added.append(1000 * (_at(on, 0.5) - _at(off, 0.5)))
-        added.sort()
-        if added:
-            out.measures[f"{p.zone}_p50_added_ms"] = statistics.median(added)
+        median, added = _median_added_ms(p, windows)
+        out.measures[f"{p.zone}_p50_added_ms"] = median
         out.lines.append(
             f"{p.zone} produce p50 with {S3_DELAY_MS} ms added to {LOST_ZONE}'s S3 link, "
             f"less without, by round: {', '.join(f'{x:+.0f}' for x in added)} ms"
@@ -391,20 +398,6 @@ def _led_in(cluster: ProxiedCluster, topic: str, zone: str) -> set[int]:
     zone_of = {n.node_id: n.zone for n in cluster.nodes}
     meta = admin.list_topics(topic, timeout=30).topics[topic]
     return {p for p, m in meta.partitions.items() if zone_of.get(m.leader) == zone}
-
-
-def _median_added_ms(
-    p: ZoneProducer, windows: Windows, partitions: set[int]
-) -> tuple[float, list[float]]:
-    """Each round's p50 with the fault less the p50 of the window just before it, for
-    acknowledgements of `partitions`: their median (one window's stall does not decide)."""
-    added = []
-    for (b0, e0), (b1, e1) in zip(windows[False], windows[True], strict=True):
-        off, on = p.latencies(b0, e0, partitions), p.latencies(b1, e1, partitions)
-        if off and on:
-            added.append(1000 * (_at(on, 0.5) - _at(off, 0.5)))
-    added.sort()
-    return (statistics.median(added) if added else math.nan), added
 
 
 def pg_link(cluster: ProxiedCluster, w: Workload) -> Outcome:
