@@ -444,7 +444,10 @@ class KafkaConnection(SecuredConnection, asyncio.BaseProtocol):
         )
         self.abort(f"internal error in the {stage} for api_key={api_key} v{version}")
 
-    def abort(self, reason: str, level: int = logging.WARNING) -> None:
+    def abort(self, reason: str, level: int = logging.WARNING, linger_s: float = 0.0) -> None:
+        """Closes the connection: nothing more is read or answered. `linger_s`: the
+        answer just written is the client's last, and the socket closes when the client
+        closes it or after this long, whichever comes first (see secured.ANSWER_LINGER_S)."""
         if self._closed:
             return
         log.log(
@@ -467,6 +470,15 @@ class KafkaConnection(SecuredConnection, asyncio.BaseProtocol):
             self._mute_timer.cancel()
         if self._handshake_timer is not None:
             self._handshake_timer.cancel()
+        if self._transport is None:
+            return
+        if linger_s > 0:
+            asyncio.get_running_loop().call_later(linger_s, self._transport.close)
+        else:
+            self._transport.close()
+
+    def close_transport(self) -> None:
+        """Closes the socket now, also one lingering after its last answer."""
         if self._transport is not None:
             self._transport.close()
 

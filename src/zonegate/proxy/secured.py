@@ -32,6 +32,15 @@ if TYPE_CHECKING:
     from zonegate.proxy.server import KafkaServer, ListenerConfig
 
 
+# How long a connection stays open after its last answer (a failed authentication's,
+# or the error answer to a request the authenticator refused), unless the client closes
+# it first. Kafka closes at once after writing it; a client that reads the answer and the
+# close in one pass may then report only the close: kafka-python 3 drops the bytes it read
+# with the end of the stream ("socket disconnected" instead of Kafka's message) whenever
+# it wakes after both arrived, as a loaded machine makes it. Nothing more is read meanwhile.
+ANSWER_LINGER_S = 1.0
+
+
 class SecuredConnection:
     """TLS and SASL of one connection; KafkaConnection provides the rest."""
 
@@ -46,7 +55,7 @@ class SecuredConnection:
     auth: ConnectionAuth | None
     client: ClientInfo
 
-    def abort(self, reason: str, level: int = logging.WARNING) -> None:
+    def abort(self, reason: str, level: int = logging.WARNING, linger_s: float = 0.0) -> None:
         raise NotImplementedError
 
     def _pause_reading(self, reason: str) -> None:
@@ -123,7 +132,7 @@ class SecuredConnection:
         the failed-authentication delay and closes: False."""
         if step.failed:
             await asyncio.sleep(step.delay_ms / 1000)
-            self._close_failed_authentication()
+            self._close_failed_authentication(answered=False)
             return False
         self._write(raw_token_frame(step.reply))
         if self._held:
@@ -137,9 +146,10 @@ class SecuredConnection:
             and ctx.auth.failed
         )
 
-    def _close_failed_authentication(self) -> None:
+    def _close_failed_authentication(self, answered: bool = True) -> None:
         """One INFO line naming the client and the mechanism, as Kafka logs a failed
-        authentication, then the connection closed (its answer already written)."""
+        authentication, then the connection closed (`answered`: its answer already
+        written, and the client given ANSWER_LINGER_S to read it)."""
         auth = self.auth
         peer = f"/{self.client.host}:{self.client.port}"
         line = (
@@ -147,7 +157,8 @@ class SecuredConnection:
             if auth is not None
             else f"Failed authentication with {peer}"
         )
-        self.abort(f"{line} on listener {self._config.name}", logging.INFO)
+        linger = ANSWER_LINGER_S if answered else 0.0
+        self.abort(f"{line} on listener {self._config.name}", logging.INFO, linger)
 
     def _refuse(
         self, reason: str, delay_ms: int, frame: bytes = b"", error_code: int | None = None
@@ -166,6 +177,8 @@ class SecuredConnection:
         def answer_and_close() -> None:
             if answer is not None and not self._closed:
                 self._write(answer)
-            self.abort(reason, level)
+                self.abort(reason, level, ANSWER_LINGER_S)
+            else:
+                self.abort(reason, level)
 
         asyncio.get_running_loop().call_later(max(0, delay_ms) / 1000, answer_and_close)

@@ -160,6 +160,7 @@ class KafkaServer:
             log.warning("drain deadline of %.1fs passed with requests unanswered", timeout_s)
         for conn in list(self.connections):
             conn.abort("node shutting down")
+            conn.close_transport()  # one that lingered after its last answer, too
 
 
 __all__ = ["KafkaConnection", "KafkaServer", "ListenerConfig"]
