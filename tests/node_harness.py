@@ -91,14 +91,27 @@ class RunningNode:
         return self.log_path.read_text()
 
 
+def _port_range() -> tuple[int, int]:
+    """20000-30000, split between pytest-xdist's workers (gw0, gw1, ...): a block one
+    worker found free is not taken by another before its node binds it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or count <= 1:
+        return 20000, 30000
+    width = 10000 // count
+    low = 20000 + int(worker[2:]) * width
+    return low, low + width
+
+
 def free_port_block(count: int = 3) -> int:
     """A base port with `count` free ports after it, below the kernel's ephemeral range.
 
     `zonegate serve` puts zone i on base + i and a restart reuses them; ports
     outside the ephemeral range cannot be taken meanwhile by a client socket.
     """
+    low, high = _port_range()
     for _ in range(200):
-        base = random.randrange(20000, 30000)
+        base = random.randrange(low, high - count)
         try:
             for port in range(base, base + count):
                 with socket.socket() as s:

@@ -78,7 +78,11 @@ class App:
                 self.proc.wait()
 
     def tail(self, chars: int = 4000) -> str:
-        parts = [p.read_text(errors="replace")[-chars:] for p in (self.out, self.root / "app.log")]
+        parts = [
+            p.read_text(errors="replace")[-chars:]
+            for p in (self.out, self.root / "app.log")
+            if p.exists()  # the application may have died before it logged anything
+        ]
         return "\n".join(p for p in parts if p)
 
 
