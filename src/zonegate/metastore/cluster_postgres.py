@@ -241,7 +241,7 @@ class ClusterTables(PostgresTables):
             found = await db.fetchval("SELECT value FROM counters WHERE name = 'metadata_version'")
             return int(found) if found is not None else 0
 
-        return await self._read(fn)
+        return await self._one(fn)  # one statement: one round trip
 
     # -- nodes and leases ---------------------------------------------------
     async def register_node(self, node: NodeRecord, lease_ms: int, now_ms: int) -> bool:
@@ -294,7 +294,7 @@ class ClusterTables(PostgresTables):
                 )
             ]
 
-        return await self._read(fn)
+        return await self._one(fn)  # one statement: one round trip
 
     async def set_cut_off(self, node_id: int, since_ms: int) -> None:
         await self._write1("UPDATE nodes SET cut_off_ms = $2 WHERE node_id = $1", node_id, since_ms)
@@ -325,7 +325,7 @@ class ClusterTables(PostgresTables):
                 out.setdefault(str(r[0]), {})[str(r[1])] = str(r[2])
             return out
 
-        return await self._read(fn)
+        return await self._one(fn)  # one statement: one round trip
 
     async def set_cluster_configs(
         self, scope: str, changes: dict[str, str | None]

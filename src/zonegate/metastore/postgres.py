@@ -144,7 +144,10 @@ class PostgresMetaStore(
 
     async def _one(self, fn: Callable[[Db], Awaitable[T]]) -> T:
         """`fn`'s one statement in the transaction the server makes for it: no BEGIN
-        and COMMIT of its own, so a single round trip (the leader's group commit)."""
+        and COMMIT of its own, so a single round trip (the leader's group commit, and
+        every one-statement read or write: with BEGIN and COMMIT each took three, and
+        on a slow link the pool's four connections were held three times as long, so
+        the commits queued behind reads for a connection)."""
         return await self._retried(fn, transaction=False)
 
     async def _retried(self, fn: Callable[[Db], Awaitable[T]], *, transaction: bool) -> T:
@@ -186,13 +189,15 @@ class PostgresMetaStore(
         raise AssertionError("unreachable")
 
     async def _write1(self, sql: str, *args: object) -> str:
-        """One statement in its own transaction; returns its status ("UPDATE 1")."""
+        """One statement in its own transaction (the server's, as `_one`: no BEGIN and
+        COMMIT round trips, which tripled a lease renewal's time on a slow link);
+        returns its status ("UPDATE 1")."""
 
         async def fn(conn: Db) -> str:
             status: str = await conn.execute(sql, *args)
             return status
 
-        return await self._tx(fn)
+        return await self._one(fn)
 
     async def close(self) -> None:
         if self._pool is not None:

@@ -76,7 +76,7 @@ class StreamTables(PostgresTables):
                 )
             ]
 
-        return await self._read(fn)
+        return await self._one(fn)  # one statement: one round trip
 
     async def epoch_end_offset(self, stream_id: int, epoch: int) -> tuple[int, int] | None:
         async def fn(db: Db) -> tuple[int, int] | None:
@@ -165,7 +165,7 @@ class StreamTables(PostgresTables):
             )
             return [IndexEntry(*r) for r in rows]
 
-        return await self._read(fn)
+        return await self._one(fn)  # one statement: one round trip
 
     async def entries_at_time(
         self, stream_id: int, timestamp: int, from_offset: int, to_offset: int, limit: int = 4
@@ -182,7 +182,7 @@ class StreamTables(PostgresTables):
             )
             return [IndexEntry(*r) for r in rows]
 
-        return await self._read(fn)
+        return await self._one(fn)  # one statement: one round trip
 
     async def newest_entry(
         self, stream_id: int, from_offset: int, to_offset: int
@@ -197,7 +197,7 @@ class StreamTables(PostgresTables):
             )
             return None if row is None else IndexEntry(*row)
 
-        return await self._read(fn)
+        return await self._one(fn)  # one statement: one round trip
 
     async def replace_entries(
         self,
