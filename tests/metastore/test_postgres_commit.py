@@ -87,7 +87,7 @@ async def test_a_commit_is_one_round_trip(postgres_server: PostgresServer) -> No
     s0, s1 = (p.stream_id for p in t.partitions)
     await meta.commit_appends([append(s0, 0, producer_id=7)])  # statement prepared
 
-    pool = await meta._get_pool()
+    pool = await meta._get_commit_pool()
     sent: list[str] = []
     async with pool.acquire() as conn:
         raw = conn._con  # the pool's one connection at rest: the next commit uses it
@@ -121,4 +121,27 @@ async def test_a_commit_sent_again_lands_nothing_twice(postgres_server: Postgres
     clash = PartitionCommit(s0, 0, 2, (IndexEntry(0, 1, "wal/other", 0, 10, 1000),), ())
     with pytest.raises(asyncpg.UniqueViolationError):
         await meta.commit_appends([clash])
+    await meta.close()
+
+
+async def test_a_commit_does_not_wait_for_the_shared_connections(
+    postgres_server: PostgresServer,
+) -> None:
+    """The group commit has connections of its own: with every connection of the node's
+    shared pool taken (reads slowed by a slow link, say), a commit still lands at once."""
+    url = postgres_server.new_database()
+    meta = PostgresMetaStore(url)
+    t = await meta.create_topic("t", {}, [1])
+    s0 = t.partitions[0].stream_id
+    shared = await meta._get_pool()
+    held = [await shared.acquire() for _ in range(shared.get_max_size())]
+    try:
+        waiting = asyncio.create_task(meta.metadata_version())
+        assert await _pending(waiting), "the shared pool is taken"
+        assert await asyncio.wait_for(meta.commit_appends([append(s0, 0)]), 10) == set()
+    finally:
+        for conn in held:
+            await shared.release(conn)
+    await waiting
+    assert (await meta.load_partition(s0)).next_offset == 2
     await meta.close()

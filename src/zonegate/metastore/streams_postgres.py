@@ -135,7 +135,7 @@ class StreamTables(PostgresTables):
         sent = False
         while True:
             try:
-                return await self._one(fn)
+                return await self._commit(fn)
             except MetaStoreUnavailable:
                 if time.monotonic() >= deadline:
                     raise

@@ -291,6 +291,11 @@ class PostgresTables(ABC):
         round trip; deadlocks are run again."""
 
     @abstractmethod
+    async def _commit(self, fn: Callable[[Db], Awaitable[T]]) -> T:
+        """`fn`'s one statement, as `_one`, on connections kept for the leader's group
+        commit (never waiting behind the node's other calls for one)."""
+
+    @abstractmethod
     async def _read(self, fn: Callable[[Db], Awaitable[T]]) -> T:
         """`fn` in one read-only snapshot, waiting for no writer."""
 
