@@ -76,9 +76,13 @@ def test_no_anomaly_under_the_fault(healed: ProxiedCluster, name: str) -> None:
         # without it (as for S3). Produces to partitions led by zone-a's nodes wait for
         # their commits over it: they must be slowed, in one round at least (the fault
         # took; under load a window after the delay can still hold seconds of its
-        # backlog, so a median of four rounds may not show it). Their growth, and that
-        # of produces to partitions led elsewhere, are printed: both grow by more than
-        # the delay (docs/operations.md says why and what is left to do).
+        # backlog, so a median of four rounds may not show it). In the median round
+        # they grow by at most four times the delay: about twice it is the leader's one
+        # commit at a time and the proxy's one cycle per leader (docs/operations.md);
+        # +2.1 to +2.3 s was the commits' wait for a connection behind the node's other
+        # calls, before they had connections of their own. The growth of produces to
+        # partitions led elsewhere is printed (+18 to +58 ms in the last run).
         m = outcome.measures
         for zone in ZONES:
             assert m[f"{zone}_led_there_most_added_ms"] > 0.5 * PG_DELAY_MS, outcome.lines
+            assert m[f"{zone}_led_there_added_ms"] < 4 * PG_DELAY_MS, outcome.lines
