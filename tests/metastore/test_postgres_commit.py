@@ -11,7 +11,7 @@ import pytest
 
 from tests.metastore.records import append
 from tests.postgres_server import PostgresServer
-from zonegate.metastore.postgres import PostgresMetaStore
+from zonegate.metastore.postgres import COMMITS, PostgresMetaStore
 from zonegate.storage.index import IndexEntry, PartitionCommit
 
 pytestmark = pytest.mark.integration  # a PostgreSQL server
@@ -87,7 +87,7 @@ async def test_a_commit_is_one_round_trip(postgres_server: PostgresServer) -> No
     s0, s1 = (p.stream_id for p in t.partitions)
     await meta.commit_appends([append(s0, 0, producer_id=7)])  # statement prepared
 
-    pool = await meta._get_commit_pool()
+    pool = await meta._get_pool(COMMITS)
     sent: list[str] = []
     async with pool.acquire() as conn:
         raw = conn._con  # the pool's one connection at rest: the next commit uses it

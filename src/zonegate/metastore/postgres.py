@@ -50,8 +50,10 @@ _MIGRATION_LOCK = 0x7A6F6E6567617465  # "zonegate"
 _RETRIES = 5  # deadlock or serialization failure: run the transaction again
 _CONNECT_TIMEOUT_S = 5.0
 _COMMAND_TIMEOUT_S = 15.0
-_POOL_SIZE = 4
-_COMMIT_POOL_SIZE = 2  # the group commit's own (one commit at a time, and a resend)
+# A node's connections: the shared pool for every call, and the leader's group commits'
+# own (one commit at a time, and a resend).
+SHARED, COMMITS = "shared", "commits"
+_POOL_SIZES = {SHARED: 4, COMMITS: 2}
 # A node frozen mid-transaction (a paused process; a zone whose power or network is
 # gone, its packets dropped rather than refused) keeps that transaction's row locks
 # until the server notices its connection is dead, which takes TCP minutes: the
@@ -105,55 +107,44 @@ class PostgresMetaStore(
 ):
     def __init__(self, dsn: str) -> None:
         self._dsn = dsn
-        self._pool: asyncpg.Pool | None = None
-        # The leader's group commits have connections of their own: on every produce's
-        # path, they must not wait for one behind the node's other calls (catalog,
-        # membership, groups, quotas...), each as slow as the link. With 200 ms added
-        # to a node's link, commits waited 0.2 to 1.8 s for one of the shared pool's
-        # four connections and took 0.2 s once they had it.
-        self._commit_pool: asyncpg.Pool | None = None
+        # The leader's group commits have connections of their own (COMMITS): on every
+        # produce's path, they must not wait for one behind the node's other calls
+        # (catalog, membership, groups, quotas...), each as slow as the link. With
+        # 200 ms added to a node's link, commits waited 0.2 to 1.8 s for one of the
+        # shared pool's four connections and took 0.2 s once they had it.
+        self._pools: dict[str, asyncpg.Pool] = {}
         self._opening: asyncio.Lock | None = None
 
-    async def _get_pool(self) -> asyncpg.Pool:
-        if self._pool is not None:
-            return self._pool
+    async def _get_pool(self, kind: str = SHARED) -> asyncpg.Pool:
+        """The pool of `kind` (SHARED or COMMITS), opened on first use; the shared one
+        first, which migrates the schema."""
+        pool = self._pools.get(kind)
+        if pool is not None:
+            return pool
+        if kind != SHARED:
+            await self._get_pool()
         if self._opening is None:
             self._opening = asyncio.Lock()
         async with self._opening:
-            if self._pool is None:
+            if kind not in self._pools:
                 try:
-                    self._pool = await self._open()
+                    self._pools[kind] = await self._open(kind)
                 except asyncpg.PostgresError as exc:
                     raise MetaStoreError(_refusal(self._dsn, exc)) from None
-        return self._pool
+        return self._pools[kind]
 
-    async def _get_commit_pool(self) -> asyncpg.Pool:
-        if self._commit_pool is not None:
-            return self._commit_pool
-        await self._get_pool()  # the schema is migrated first
-        assert self._opening is not None
-        async with self._opening:
-            if self._commit_pool is None:
-                try:
-                    self._commit_pool = await self._connect(_COMMIT_POOL_SIZE)
-                except asyncpg.PostgresError as exc:
-                    raise MetaStoreError(_refusal(self._dsn, exc)) from None
-        return self._commit_pool
-
-    async def _connect(self, size: int) -> asyncpg.Pool:
+    async def _open(self, kind: str) -> asyncpg.Pool:
         pool: asyncpg.Pool = await asyncpg.create_pool(
             self._dsn,
             min_size=1,
-            max_size=size,
+            max_size=_POOL_SIZES[kind],
             timeout=_CONNECT_TIMEOUT_S,
             command_timeout=_COMMAND_TIMEOUT_S,
             server_settings={"idle_in_transaction_session_timeout": str(_IDLE_IN_TRANSACTION_MS)},
             reset=_keep_session,
         )
-        return pool
-
-    async def _open(self) -> asyncpg.Pool:
-        pool = await self._connect(_POOL_SIZE)
+        if kind != SHARED:
+            return pool
         try:
             async with pool.acquire() as conn:
                 await migrate(conn)
@@ -176,19 +167,19 @@ class PostgresMetaStore(
 
     async def _commit(self, fn: Callable[[Db], Awaitable[T]]) -> T:
         """`fn`'s one statement, as `_one`, on the connections kept for the group commit."""
-        return await self._retried(fn, transaction=False, pool=self._get_commit_pool)
+        return await self._retried(fn, transaction=False, kind=COMMITS)
 
     async def _retried(
         self,
         fn: Callable[[Db], Awaitable[T]],
         *,
         transaction: bool,
-        pool: Callable[[], Awaitable[asyncpg.Pool]] | None = None,
+        kind: str = SHARED,
     ) -> T:
         for attempt in range(_RETRIES):
             try:
-                pool_ = await (pool or self._get_pool)()
-                async with pool_.acquire() as conn:
+                pool = await self._get_pool(kind)
+                async with pool.acquire() as conn:
                     if not transaction:
                         return await fn(conn)
                     async with conn.transaction():
@@ -234,14 +225,12 @@ class PostgresMetaStore(
         return await self._one(fn)
 
     async def close(self) -> None:
-        for pool in (self._commit_pool, self._pool):
-            if pool is None:
-                continue
+        pools, self._pools = self._pools, {}
+        for pool in pools.values():
             try:
                 await asyncio.wait_for(pool.close(), _CONNECT_TIMEOUT_S)
             except _UNAVAILABLE:
                 pool.terminate()
-        self._commit_pool = self._pool = None
 
 
 async def migrate(conn: Db) -> int:
