@@ -173,3 +173,44 @@ def test_a_node_asked_about_a_group_it_does_not_own_answers_not_coordinator(
         assert c.links[2].calls == 1
 
     run(tmp_path, body)
+
+
+def test_a_topic_the_cache_has_not_seen_yet_is_looked_up_before_a_commit(
+    tmp_path: Path,
+) -> None:
+    """A group taken over from a dead node may be asked to commit offsets of a topic made
+    through another node since this one's catalog last reloaded: it reloads, then
+    commits, rather than answer UNKNOWN_TOPIC_OR_PARTITION for a topic that exists."""
+
+    async def body(meta: SqliteMetaStore) -> None:
+        cache: dict[str, TopicInfo] = {}
+        refreshes = 0
+
+        async def refresh() -> None:
+            nonlocal refreshes
+            refreshes += 1
+            cache["t"] = TOPIC  # what the store holds
+
+        coord = GroupCoordinator(
+            meta, GroupConfig(initial_rebalance_delay_ms=0), cache.get, refresh_topics=refresh
+        )
+        assert await coord.commit_offsets(GROUP, -1, "", None, [_offset(1, 4)]) == [ErrorCode.none]
+        assert refreshes == 1
+        # A topic the store does not hold either stays unknown; known ones cost no reload.
+        unknown = OffsetToCommit("gone", 0, 1, 0, None)
+        assert await coord.commit_offsets(GROUP, -1, "", None, [unknown, _offset(0, 2)]) == [
+            ErrorCode.unknown_topic_or_partition,
+            ErrorCode.none,
+        ]
+        assert refreshes == 2
+        error, offsets = await coord.fetch_offsets(GROUP, None)
+        assert sorted((o.partition, o.offset) for o in offsets) == [(0, 2), (1, 4)]
+
+    async def main() -> None:
+        meta = SqliteMetaStore(str(tmp_path / "meta.db"))
+        try:
+            await body(meta)
+        finally:
+            await meta.close()
+
+    asyncio.run(main())

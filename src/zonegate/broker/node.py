@@ -168,6 +168,7 @@ class Node:
             topic_names=lambda: [t.name for t in self.catalog.topics()],
             topic_by_id=self.catalog.by_id,
             group_configs=self.catalog.group_configs,
+            refresh_topics=self.catalog.refresh,
         )
         self.controller = Controller(
             self.meta,

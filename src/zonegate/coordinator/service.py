@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -113,6 +113,7 @@ class GroupCoordinator:
         topic_names: Callable[[], Iterable[str]] = tuple,
         topic_by_id: Callable[[uuid.UUID], TopicInfo | None] = lambda _: None,
         group_configs: Callable[[str], Mapping[str, str]] = lambda _: {},
+        refresh_topics: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         self.meta = meta
         self.pending: PendingOffsetStore = meta
@@ -123,6 +124,9 @@ class GroupCoordinator:
         # by name (regex subscriptions) and by id (describing assignments).
         self.consumer_settings = consumer_settings or ConsumerGroupSettings()
         self.group_configs = group_configs  # a group's own configs (KIP-848), by group id
+        # Brings `topics` up to date with the store: a topic another node made a moment
+        # ago is not unknown to an offset commit (a group taken over from a dead node).
+        self.refresh_topics = refresh_topics
         self.topic_names = topic_names
         self.topic_by_id = topic_by_id
         self.groups: dict[str, Group] = {}
@@ -294,8 +298,11 @@ class GroupCoordinator:
         return ErrorCode.none, errors
 
     # -- offsets --------------------------------------------------------------
-    def _partition_error(self, topic: str, partition: int) -> ErrorCode:
+    async def _partition_error(self, topic: str, partition: int) -> ErrorCode:
         info = self.topics(topic)
+        if info is None and self.refresh_topics is not None:
+            await self.refresh_topics()
+            info = self.topics(topic)
         if info is None or not 0 <= partition < len(info.partitions):
             return ErrorCode.unknown_topic_or_partition
         return ErrorCode.none
@@ -321,12 +328,12 @@ class GroupCoordinator:
         error = check(member_id, instance_id, generation) if check is not None else ErrorCode.none
         if error is not ErrorCode.none:
             return [error] * len(offsets)
-        errors, good = self._checked(offsets, keep_timestamps=True)
+        errors, good = await self._checked(offsets, keep_timestamps=True)
         if good:
             await self.meta.commit_offsets(group_id, good)
         return errors
 
-    def _checked(
+    async def _checked(
         self, offsets: Sequence[OffsetToCommit], *, keep_timestamps: bool
     ) -> tuple[list[ErrorCode], list[CommittedOffset]]:
         """Each offset's error (an unknown partition, metadata over the limit) in order,
@@ -336,7 +343,7 @@ class GroupCoordinator:
         good: list[CommittedOffset] = []
         stamp = self.clock.wall_ms()
         for o in offsets:
-            e = self._partition_error(o.topic, o.partition)
+            e = await self._partition_error(o.topic, o.partition)
             if e is ErrorCode.none and len((o.metadata or "").encode()) > OFFSET_METADATA_MAX_BYTES:
                 e = ErrorCode.offset_metadata_too_large
             errors.append(e)
@@ -381,7 +388,7 @@ class GroupCoordinator:
             error = ErrorCode.illegal_generation
         if error is not ErrorCode.none:
             return [error] * len(offsets)
-        errors, good = self._checked(offsets, keep_timestamps=False)
+        errors, good = await self._checked(offsets, keep_timestamps=False)
         if good:
             await self.pending.txn_commit_offsets(group_id, producer_id, offsets_partition, good)
         return errors
@@ -424,7 +431,7 @@ class GroupCoordinator:
         errors = []
         doomed = []
         for t, p in partitions:
-            e = self._partition_error(t, p)
+            e = await self._partition_error(t, p)
             if e is ErrorCode.none and subscribed is not None and t in subscribed:
                 e = ErrorCode.group_subscribed_to_topic
             errors.append(e)
