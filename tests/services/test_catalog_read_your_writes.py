@@ -104,3 +104,29 @@ def test_a_default_change_survives_a_refresh_that_read_before_it(tmp_path: Path)
         assert here.defaults_at("") == {"retention.ms": "4321"}
 
     _run(tmp_path, body)
+
+
+@pytest.mark.parametrize("by", ["name", "id"])
+def test_two_lookups_of_a_topic_made_elsewhere_both_find_it(tmp_path: Path, by: str) -> None:
+    """Two lookups miss the cache at once and both refresh it: the one whose refresh finds
+    the cache already reloaded by the other (nothing left to reload) must still answer
+    the topic. It answered None, and the README's consumer, whose Metadata requests met
+    so right after `kcat -P` made the topic, saw its partition count go from 1 to 0 and
+    stopped with UNKNOWN_TOPIC_OR_PARTITION."""
+
+    async def body(here: Catalog, other: Catalog, gated: _GatedStore) -> None:
+        made = await other.create("hello", 1, {})
+
+        async def lookup() -> TopicInfo | None:
+            if by == "name":
+                return await here.lookup("hello")
+            return await here.by_id_fresh(made.topic_id)
+
+        gated.hold = "list_topics"
+        first = asyncio.create_task(lookup())
+        await gated.held.wait()  # the first has read the store, not yet applied it
+        assert await lookup() is not None  # the second reloads the cache meanwhile
+        gated.release.set()
+        assert await first is not None
+
+    _run(tmp_path, body)

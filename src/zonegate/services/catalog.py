@@ -254,8 +254,9 @@ class Catalog:
 
     async def by_id_fresh(self, topic_id: uuid.UUID) -> TopicInfo | None:
         t = self._by_id.get(topic_id)
-        if t is None and await self.refresh():
-            t = self._by_id.get(topic_id)
+        if t is None:
+            await self.refresh()
+            t = self._by_id.get(topic_id)  # also when another refresh reloaded it meanwhile
         return t
 
     def partition(self, name: str, index: int) -> PartitionInfo | None:
@@ -290,7 +291,11 @@ class Catalog:
         moved); a hit costs nothing, so handlers on the hot path may use it too.
         """
         t = self._by_name.get(name)
-        if t is None and await self.refresh():
+        if t is None:
+            # Read the cache again whatever this refresh did: one running beside it (another
+            # lookup's, the periodic one) may have reloaded it, leaving this one nothing to
+            # reload (it answers False) though the topic is there now.
+            await self.refresh()
             t = self._by_name.get(name)
         return t
 
