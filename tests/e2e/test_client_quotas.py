@@ -31,7 +31,7 @@ from tests.kafka_raw import RawConnection
 from zonegate.proxy.codec import encode_request
 from zonegate.proxy.schema import make
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.alone]
 
 MB = 1_000_000
 RATE = 1_000_000  # bytes/s: "1 MB/s"

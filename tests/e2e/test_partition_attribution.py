@@ -28,7 +28,7 @@ import pytest
 from tests.cluster_harness import Cluster, start_cluster
 from tests.e2e import clients
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.alone]
 ZONES = ["zone-a", "zone-b", "zone-c"]
 PARTITIONS = 6
 PER_PARTITION = 150  # records of 1 KiB per producer per partition

@@ -33,7 +33,7 @@ from tests.e2e.production_cluster import (
 from tests.postgres_server import PostgresServer
 from tests.s3_server import MotoS3Server
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.alone, pytest.mark.timeout(900)]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 LEASE_S = 6.0  # the default --lease-ms
 
