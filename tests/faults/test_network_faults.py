@@ -20,7 +20,13 @@ from tests.faults.scenario import run_scenario
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 
-@pytest.mark.parametrize("name", list(FAULTS))
+# pg-link's lower bound needs its windows without the delay to be quiet: beside the
+# other test process, one CI run's produces took 713 ms there (put), and the delay's
+# growth (89.6 ms) no longer showed against them. So it runs with the tests marked
+# alone (scripts/test), on a cluster of its own.
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.alone) if n == "pg-link" else n for n in FAULTS]
+)
 def test_no_anomaly_under_the_fault(healed: ProxiedCluster, name: str) -> None:
     report, outcome = run_scenario(healed, name, FAULTS[name])
     assert report.ok, (report.examples(), outcome.lines)
