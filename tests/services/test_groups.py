@@ -191,8 +191,13 @@ def test_a_topic_the_cache_has_not_seen_yet_is_looked_up_before_a_commit(
             refreshes += 1
             cache["t"] = TOPIC  # what the store holds
 
+        async def lookup(name: str) -> TopicInfo | None:  # as the catalog's `lookup`
+            if name not in cache:
+                await refresh()
+            return cache.get(name)
+
         coord = GroupCoordinator(
-            meta, GroupConfig(initial_rebalance_delay_ms=0), cache.get, refresh_topics=refresh
+            meta, GroupConfig(initial_rebalance_delay_ms=0), cache.get, lookup_topic=lookup
         )
         assert await coord.commit_offsets(GROUP, -1, "", None, [_offset(1, 4)]) == [ErrorCode.none]
         assert refreshes == 1

@@ -168,7 +168,7 @@ class Node:
             topic_names=lambda: [t.name for t in self.catalog.topics()],
             topic_by_id=self.catalog.by_id,
             group_configs=self.catalog.group_configs,
-            refresh_topics=self.catalog.refresh,
+            lookup_topic=self.catalog.lookup,
         )
         self.controller = Controller(
             self.meta,

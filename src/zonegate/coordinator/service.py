@@ -113,7 +113,7 @@ class GroupCoordinator:
         topic_names: Callable[[], Iterable[str]] = tuple,
         topic_by_id: Callable[[uuid.UUID], TopicInfo | None] = lambda _: None,
         group_configs: Callable[[str], Mapping[str, str]] = lambda _: {},
-        refresh_topics: Callable[[], Awaitable[object]] | None = None,
+        lookup_topic: Callable[[str], Awaitable[TopicInfo | None]] | None = None,
     ) -> None:
         self.meta = meta
         self.pending: PendingOffsetStore = meta
@@ -124,9 +124,10 @@ class GroupCoordinator:
         # by name (regex subscriptions) and by id (describing assignments).
         self.consumer_settings = consumer_settings or ConsumerGroupSettings()
         self.group_configs = group_configs  # a group's own configs (KIP-848), by group id
-        # Brings `topics` up to date with the store: a topic another node made a moment
-        # ago is not unknown to an offset commit (a group taken over from a dead node).
-        self.refresh_topics = refresh_topics
+        # The topic also when `topics` has not seen it yet (the catalog's `lookup`): a
+        # topic another node made a moment ago is not unknown to an offset commit (a
+        # group taken over from a dead node). Without one, `topics` alone answers.
+        self.lookup_topic = lookup_topic
         self.topic_names = topic_names
         self.topic_by_id = topic_by_id
         self.groups: dict[str, Group] = {}
@@ -300,9 +301,8 @@ class GroupCoordinator:
     # -- offsets --------------------------------------------------------------
     async def _partition_error(self, topic: str, partition: int) -> ErrorCode:
         info = self.topics(topic)
-        if info is None and self.refresh_topics is not None:
-            await self.refresh_topics()
-            info = self.topics(topic)
+        if info is None and self.lookup_topic is not None:
+            info = await self.lookup_topic(topic)
         if info is None or not 0 <= partition < len(info.partitions):
             return ErrorCode.unknown_topic_or_partition
         return ErrorCode.none
