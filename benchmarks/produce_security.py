@@ -36,6 +36,7 @@ import os
 import re
 import statistics
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,14 +48,16 @@ USER, PASSWORD = "bench", "bench-secret"
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 
 Producer = Callable[[dict[str, Any], str, int, int], dict[str, float]]
+JavaPerf = Callable[[dict[str, str], str, int], dict[str, float]]
 # Per side, per round: (broker CPU s/GiB, client CPU s/GiB, event loop CPU s/GiB or None).
 Cpu = dict[str, list[tuple[float, float, float | None]]]
 
 
 def _own_cpu_s() -> float:
-    """CPU seconds this process (the client: Python and librdkafka's threads) has used."""
+    """CPU seconds the client has used: this process (Python and librdkafka's threads)
+    and its children that ended (the Java client's JVM, run to its end per phase)."""
     t = os.times()
-    return t.user + t.system
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def _own_writes() -> int:
@@ -71,6 +74,31 @@ def _loop_cpu_s(pid: int) -> float:
     """CPU seconds of a process's main thread (the node's event loop), from Linux /proc."""
     fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# Before each phase the broker is left to finish the previous phase's background work:
+# a zonegate node rewrites WAL data into stream objects every 5 s
+# (zonegate.compaction.interval.ms) in threads of its own, at a few CPU seconds per GiB,
+# and a pass that lands inside the next phase was counted as that phase's cost and slowed
+# it (the slower side, whose phase is longer, met more of them). So each phase waits at
+# least one compaction interval after the last, then until a quiet window.
+SETTLE_AFTER_S = 5.5
+SETTLE_WINDOW_S = 0.5
+SETTLE_IDLE_CPU = 0.1  # at most this fraction of one core over a window counts as quiet
+SETTLE_MAX_S = 30.0
+
+
+def _settle(pid: int, cpu_s: Callable[[int], float], after_s: float) -> float:
+    """Waits `after_s`, then until the process tree `pid` uses less than SETTLE_IDLE_CPU
+    of a core over SETTLE_WINDOW_S (at most SETTLE_MAX_S in all); the seconds waited."""
+    start = time.monotonic()
+    time.sleep(after_s)
+    while time.monotonic() - start < SETTLE_MAX_S:
+        before = cpu_s(pid)
+        time.sleep(SETTLE_WINDOW_S)
+        if cpu_s(pid) - before < SETTLE_IDLE_CPU * SETTLE_WINDOW_S:
+            break
+    return time.monotonic() - start
 
 
 def _create_user(bootstrap: str) -> Any:
@@ -93,12 +121,49 @@ def _create_user(bootstrap: str) -> Any:
 
 
 def _secure_conf(bootstrap: str, ca: Path) -> dict[str, Any]:
-    from tests.security.client_configs import Login, confluent
+    from tests.security.client_configs import confluent
 
-    login = Login(
+    return confluent(_login(bootstrap, ca))
+
+
+def _login(bootstrap: str, ca: Path) -> Any:
+    from tests.security.client_configs import Login
+
+    return Login(
         bootstrap, "SASL_SSL", ca=ca, mechanism="SCRAM-SHA-512", username=USER, password=PASSWORD
     )
-    return confluent(login)
+
+
+# Per client: (MB/s per side per round, CPU per side per round).
+Measured = dict[str, tuple[dict[str, list[float]], Cpu]]
+
+
+def _both_clients(
+    args: argparse.Namespace,
+    clients: dict[str, Producer],
+    broker: str,
+    pid: int,
+    admin: Any,
+    plain: str,
+    secure: str,
+    ca: Path,
+    warmup: int = 0,
+) -> Measured:
+    """The rounds with confluent-kafka, then (when given) with Apache Kafka's Java
+    producer, each side of each with the same client settings but for security."""
+    from tests.security.client_configs import java
+
+    measured: Measured = {}
+    for client, producer in clients.items():
+        if client == "java":
+            secure_conf: dict[str, Any] = {"bootstrap.servers": secure, **java(_login(secure, ca))}
+        else:
+            secure_conf = _secure_conf(secure, ca)
+        sides = {"SASL_SSL": secure_conf, "plaintext": {"bootstrap.servers": plain}}
+        measured[client] = _rounds(
+            args, producer, broker, pid, admin, sides, warmup if not measured else 0, client
+        )
+    return measured
 
 
 def _rounds(
@@ -109,6 +174,7 @@ def _rounds(
     admin: Any,
     sides: dict[str, dict[str, Any]],
     warmup: int = 0,
+    client: str = "confluent-kafka",
 ) -> tuple[dict[str, list[float]], Cpu]:
     """`warmup` rounds left out of the figures, then `--security-rounds` rounds, of each
     side in turn on the broker process `pid`: MB/s and CPU s/GiB per round (the event
@@ -123,11 +189,14 @@ def _rounds(
     cpu: Cpu = {name: [] for name in sides}
     gib = args.records * 1024 / 2**30
     zonegate = broker == "zonegate"
-    label = "" if zonegate else f"{broker} "
+    label = ("" if zonegate else f"{broker}, ") + f"{client} "
     for i in range(-warmup, args.security_rounds):
-        for name, conf in sides.items():
-            topic = f"bench-{name.lower()}-{i + warmup}"
+        # Each side goes first in every other round, so neither always follows the other.
+        order = list(sides.items()) if (i + warmup) % 2 == 0 else list(sides.items())[::-1]
+        for name, conf in order:
+            topic = f"bench-{client}-{name.lower()}-{i + warmup}"
             admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
+            settled = _settle(pid, cpu_s, SETTLE_AFTER_S if zonegate else 0.0)
             node0, client0, writes0 = cpu_s(pid), _own_cpu_s(), _own_writes()
             loop0 = _loop_cpu_s(pid) if zonegate else 0.0
             r = run_producer(conf, topic, args.records, args.partitions)
@@ -143,21 +212,26 @@ def _rounds(
                 if loop_cpu is not None
                 else f"broker {node_cpu:.2f}"
             )
+            # The Java client's writes are its JVM's: /proc/self/io counts a reaped child's
+            # too, but the JVM's own file and pipe writes with them, so they are not shown.
+            own_writes = (
+                f"; client writes per MB {writes:.0f}" if client != "java" and writes >= 1 else ""
+            )
             which = f"warm-up {i + warmup + 1}" if i < 0 else f"round {i + 1}"
             print(
                 f"{label}{which}: {name:9s} {r['mb_s']:8.1f} MB/s ({args.records} x 1024 B"
                 f" in {r['seconds']:.1f} s; p50 {r['p50_ms']:.1f} ms p99"
                 f" {r['p99_ms']:.1f} ms at full speed; CPU s/GiB: {own}, client"
-                f" {client_cpu:.2f}; client writes per MB {writes:.0f}; load average"
-                f" {os.getloadavg()[0]:.1f})",
+                f" {client_cpu:.2f}{own_writes}; broker settled in"
+                f" {settled:.1f} s; load average {os.getloadavg()[0]:.1f})",
                 flush=True,
             )
     return results, cpu
 
 
 def _zonegate(
-    args: argparse.Namespace, run_producer: Producer, tmp: Path, pki: TestPki
-) -> tuple[dict[str, list[float]], Cpu]:
+    args: argparse.Namespace, clients: dict[str, Producer], tmp: Path, pki: TestPki
+) -> Measured:
     from tests.security.secure_node import SecureNode, security_properties
 
     node = SecureNode(tmp / "node", ("PLAINTEXT", "SASL_SSL"))
@@ -165,10 +239,11 @@ def _zonegate(
     node.start()
     try:
         admin = _create_user(node.bootstrap)
-        secure = _secure_conf(node.bootstrap_of("SASL_SSL"), pki.ca_file)
-        sides = {"SASL_SSL": secure, "plaintext": {"bootstrap.servers": node.bootstrap}}
         assert node.proc is not None
-        measured = _rounds(args, run_producer, "zonegate", node.proc.pid, admin, sides)
+        measured = _both_clients(
+            args, clients, "zonegate", node.proc.pid, admin, node.bootstrap,
+            node.bootstrap_of("SASL_SSL"), pki.ca_file,
+        )  # fmt: skip
         del admin  # gone before the node stops, so it does not log the lost connection
         return measured
     finally:
@@ -192,8 +267,8 @@ def _pkcs8_keystore(pem: Path, out: Path) -> Path:
 
 
 def _apache_kafka(
-    args: argparse.Namespace, run_producer: Producer, tmp: Path, pki: TestPki
-) -> tuple[dict[str, list[float]], Cpu]:
+    args: argparse.Namespace, clients: dict[str, Producer], tmp: Path, pki: TestPki
+) -> Measured:
     from confluent_kafka.admin import AdminClient
 
     from tests.apache_kafka import ApacheKafkaBroker
@@ -242,12 +317,13 @@ def _apache_kafka(
         # The credential reaches the broker through the metadata log: wait until a
         # SASL_SSL client gets in (librdkafka retries a failed login until the timeout).
         AdminClient(secure).list_topics(timeout=60)
-        sides = {"SASL_SSL": secure, "plaintext": {"bootstrap.servers": broker.bootstrap}}
         assert broker.proc is not None
         # One round first, left out: the JVM compiles its hot paths (TLS, the log's
         # appends) as they run, and its first round takes a few times the CPU per byte.
-        pid = broker.proc.pid
-        measured = _rounds(args, run_producer, "apache kafka", pid, admin, sides, warmup=1)
+        measured = _both_clients(
+            args, clients, "apache kafka", broker.proc.pid, admin, broker.bootstrap,
+            f"127.0.0.1:{broker.sasl_port}", pki.ca_file, warmup=1,
+        )  # fmt: skip
         del admin
         return measured
     finally:
@@ -270,30 +346,41 @@ def _ratio_line(results: dict[str, list[float]]) -> str:
     )
 
 
-def run(args: argparse.Namespace, run_producer: Producer) -> None:
+def _cpu_line(label: str, cpu: Cpu, zonegate: bool) -> str:
+    med = _medians(cpu)
+    (sn, sc, sl), (pn, pc, pl) = med["SASL_SSL"], med["plaintext"]
+    if zonegate:
+        return (
+            f"{label}CPU s/GiB (medians): SASL_SSL node {sn:.2f} (event loop {sl:.2f}) + client"
+            f" {sc:.2f}, plaintext node {pn:.2f} (event loop {pl:.2f}) + client {pc:.2f}; node"
+            f" ratio {pn / sn:.2f}, event loop ratio {pl / sl:.2f}, node+client ratio"
+            f" {(pn + pc) / (sn + sc):.2f}"
+        )
+    return (
+        f"{label}CPU s/GiB (medians): SASL_SSL broker {sn:.2f} + client {sc:.2f}, plaintext"
+        f" broker {pn:.2f} + client {pc:.2f}; broker ratio {pn / sn:.2f}, broker+client ratio"
+        f" {(pn + pc) / (sn + sc):.2f}"
+    )
+
+
+def run(args: argparse.Namespace, run_producer: Producer, java_perf: JavaPerf) -> None:
+    clients: dict[str, Producer] = {"confluent-kafka": run_producer}
+    if args.java:
+        clients["java"] = lambda conf, topic, records, _partitions: java_perf(conf, topic, records)
     with tempfile.TemporaryDirectory(prefix="zonegate-bench-sasl-") as tmp:
         from tests.security.certs import TestPki
 
         pki = TestPki(Path(tmp) / "pki")
-        results, cpu = _zonegate(args, run_producer, Path(tmp), pki)
-        kafka = _apache_kafka(args, run_producer, Path(tmp), pki) if args.java else None
+        zonegate = _zonegate(args, clients, Path(tmp), pki)
+        kafka = _apache_kafka(args, clients, Path(tmp), pki) if args.java else {}
     # When the node and its client share a machine's cores, the throughput they reach
     # together is that of their CPU time per byte: compare the sums too.
-    med = _medians(cpu)
-    (sn, sc, sl), (pn, pc, pl) = med["SASL_SSL"], med["plaintext"]
-    print(
-        f"CPU s/GiB (medians): SASL_SSL node {sn:.2f} (event loop {sl:.2f}) + client {sc:.2f}, "
-        f"plaintext node {pn:.2f} (event loop {pl:.2f}) + client {pc:.2f}; node ratio "
-        f"{pn / sn:.2f}, event loop ratio {pl / sl:.2f}, node+client ratio "
-        f"{(pn + pc) / (sn + sc):.2f}"
-    )
-    if kafka is not None:
-        kmed = _medians(kafka[1])
-        (sb, sc, _), (pb, pc, _) = kmed["SASL_SSL"], kmed["plaintext"]
-        print(
-            f"apache kafka CPU s/GiB (medians): SASL_SSL broker {sb:.2f} + client {sc:.2f}, "
-            f"plaintext broker {pb:.2f} + client {pc:.2f}; broker ratio {pb / sb:.2f}, "
-            f"broker+client ratio {(pb + pc) / (sb + sc):.2f}"
-        )
-        print(f"apache kafka: {_ratio_line(kafka[0])}")
-    print(_ratio_line(results))
+    for client, (_, cpu) in zonegate.items():
+        print(_cpu_line(f"{client}: ", cpu, zonegate=True))
+    for client, (_, cpu) in kafka.items():
+        print(_cpu_line(f"apache kafka, {client}: ", cpu, zonegate=False))
+    for client, (results, _) in kafka.items():
+        print(f"apache kafka, {client}: {_ratio_line(results)}")
+    if "java" in zonegate:
+        print(f"java: {_ratio_line(zonegate['java'][0])}")
+    print(_ratio_line(zonegate["confluent-kafka"][0]))
