@@ -12,7 +12,6 @@ import asyncio
 import collections
 import itertools
 import logging
-import threading
 import time
 from typing import TYPE_CHECKING, Any, cast
 
@@ -48,7 +47,8 @@ _connection_ids = itertools.count(1)
 
 class KafkaConnection(SecuredConnection, asyncio.BaseProtocol):
     """A plaintext listener's connection: the event loop hands it the bytes it read
-    (`data_received`); TlsKafkaConnection, below, reads into a buffer of its own."""
+    (`data_received`); TlsKafkaConnection (proxy/tls_connection.py) reads into a buffer
+    of its own."""
 
     def __init__(
         self,
@@ -323,6 +323,10 @@ class KafkaConnection(SecuredConnection, asyncio.BaseProtocol):
         self._wakeup.set()
         if len(self._pending) >= self._config.max_inflight_per_connection:
             self._pause_reading("in-flight")
+        self._enqueued(api_key, task)
+
+    def _enqueued(self, api_key: int, task: asyncio.Task[Any]) -> None:
+        """A request was just queued for its answer (TLS connections pace their reads)."""
 
     def _pause_reading(self, reason: str) -> None:
         if not self._paused_for and self._transport is not None and not self._closed:
@@ -487,28 +491,3 @@ class KafkaConnection(SecuredConnection, asyncio.BaseProtocol):
         while self._pending and not self._closed:
             await asyncio.wait([self._pending[-1][2]])
             await asyncio.sleep(0)  # let the write loop send the answer
-
-
-# What one read from a TLS connection's socket may take: the event loop's own read size
-# (uvloop's and asyncio's are 256 KiB).
-TLS_READ_BYTES = 256 * 1024
-_read_local = threading.local()
-
-
-class TlsKafkaConnection(KafkaConnection, asyncio.BufferedProtocol):
-    """A TLS listener's connection: the ciphertext is read straight into a buffer the
-    thread's TLS connections share and goes from there into the session's memory BIO,
-    instead of into bytes of its own per read (an allocation and a copy more than
-    needed: the BIO takes its own copy anyway). One buffer serves every connection: the
-    event loop fills it and calls `buffer_updated` before any other read, which
-    consumes it at once."""
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        view: memoryview | None = getattr(_read_local, "view", None)
-        if view is None:
-            view = _read_local.view = memoryview(bytearray(TLS_READ_BYTES))
-        return view
-
-    def buffer_updated(self, nbytes: int) -> None:
-        view: memoryview = _read_local.view
-        self.data_received(view[:nbytes])

@@ -13,13 +13,14 @@ import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from zonegate.proxy.connection import KafkaConnection, TlsKafkaConnection
+from zonegate.proxy.connection import KafkaConnection
 from zonegate.proxy.faults import FaultInjector, FrameCapture
 from zonegate.proxy.gate import ListenerGate
 from zonegate.proxy.memory import RequestMemory
 from zonegate.proxy.metrics import RequestMetrics
 from zonegate.proxy.registry import HandlerRegistry
 from zonegate.proxy.tls import ServerContexts
+from zonegate.proxy.tls_connection import TlsKafkaConnection
 
 if TYPE_CHECKING:
     from zonegate.services.api import Services
