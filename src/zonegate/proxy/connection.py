@@ -79,7 +79,8 @@ class KafkaConnection(SecuredConnection, asyncio.BaseProtocol):
         self._transport: asyncio.Transport | None = None
         self._writer: asyncio.Task[None] | None = None
         # Why reading is paused: "in-flight" (too many requests unanswered), "muted" (a
-        # quota's throttle time, KIP-219), "memory" (the node's queued request bytes).
+        # quota's throttle time, KIP-219), "memory" (the node's queued request bytes),
+        # "pacing" (TLS, after a produce request: proxy/tls_connection.py).
         self._paused_for: set[str] = set()
         self._mute_timer: asyncio.TimerHandle | None = None
         self._held: collections.deque[bytes] = collections.deque()  # read, not dispatched
