@@ -51,9 +51,13 @@ def moto() -> Iterator[MotoS3Server]:
 def _produce_interleaved(port: int) -> None:
     """REQUESTS acks=1 produce requests, pipelined over a few connections."""
     timeout = datetime.timedelta(seconds=30)
+    # Timestamps of now: records older than the topic's retention.ms (7 days) are the
+    # retention job's to delete, and a run slow enough to meet its pass (5 min) then read
+    # nothing (fixed 2023 timestamps did that in CI once the date moved past them).
+    now_ms = int(time.time() * 1000)
 
     def request(i: int) -> bytes:
-        batch = build_batch([(b"k%d" % i, b"v" * 40, (), 1_700_000_000_000 + i)])
+        batch = build_batch([(b"k%d" % i, b"v" * 40, (), now_ms + i)])
         parts = tuple(PartitionProduceData(index=p, records=batch) for p in range(3))
         req = ProduceRequest(
             transactional_id=None,
