@@ -168,5 +168,9 @@ def test_catch_up_reader_costs_bounded_gets(node_factory: NodeFactory, moto: Mot
     assert objects < REQUESTS / 4  # many batches per object
     assert buckets["sum"] <= objects + MAX_GETS, (buckets, objects)
     assert buckets["+Inf"] - buckets["0"] >= objects / MAX_GETS  # over several passes
-    log = node.log_text()
+    # No partition moved while the reader caught up (the restarted node's log): before
+    # the bound, its fetches starved the leases. The first run's graceful stop hands
+    # partitions over, and an append in flight then may be fenced ("leader epoch moved"),
+    # as in CI once: that is the stop's doing, not the reader's.
+    log = node.log_text().split(f"--- start {node.starts} ---")[-1]
     assert "moved" not in log and "renew its lease" not in log
