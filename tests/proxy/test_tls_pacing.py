@@ -96,6 +96,35 @@ def test_an_unanswered_produce_request_holds_reading_only_for_the_pace(
     asyncio.run(timed_out())
 
 
+def test_an_earlier_answer_does_not_end_a_later_requests_pause(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(tls_connection, "TLS_PRODUCE_PACE_S", 1e-9)
+
+    async def run() -> None:
+        conn, transport = _connection()
+        loop = asyncio.get_running_loop()
+        first: asyncio.Future[Any] = loop.create_future()
+        await _request(conn, PRODUCE, first)
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert transport.reading  # the first one's pace is up, unanswered
+        monkeypatch.setattr(tls_connection, "TLS_PRODUCE_PACE_S", 60.0)
+        second: asyncio.Future[Any] = loop.create_future()
+        await _request(conn, PRODUCE, second)
+        assert not transport.reading
+        first.set_result(None)
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert not transport.reading  # the second one is still unanswered
+        second.set_result(None)
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert transport.reading
+
+    asyncio.run(run())
+
+
 def test_other_requests_do_not_pause_reading() -> None:
     async def run() -> None:
         conn, transport = _connection()

@@ -41,15 +41,24 @@ class TlsKafkaConnection(KafkaConnection, asyncio.BufferedProtocol):
     sends a request in a few large writes."""
 
     _pace_timer: asyncio.TimerHandle | None = None
+    _paced_for: asyncio.Task[Any] | None = None  # the request the current pause waits on
 
     def _enqueued(self, api_key: int, task: asyncio.Task[Any]) -> None:
-        if api_key != _PRODUCE or TLS_PRODUCE_PACE_S <= 0 or "pacing" in self._paused_for:
+        if api_key != _PRODUCE or "pacing" in self._paused_for:
             return
         self._pause_reading("pacing")
-        self._pace_timer = asyncio.get_running_loop().call_later(TLS_PRODUCE_PACE_S, self._paced)
-        task.add_done_callback(lambda _: self._paced())
+        self._paced_for = task
+        self._pace_timer = asyncio.get_running_loop().call_later(
+            TLS_PRODUCE_PACE_S, self._paced, task
+        )
+        task.add_done_callback(self._paced)
 
-    def _paced(self) -> None:
+    def _paced(self, task: asyncio.Task[Any]) -> None:
+        """The pause for `task` ends (answered, or its time is up); a later pause, for
+        another request, is not this one's to end."""
+        if task is not self._paced_for:
+            return
+        self._paced_for = None
         if self._pace_timer is not None:
             self._pace_timer.cancel()
             self._pace_timer = None
